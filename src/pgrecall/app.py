@@ -1,0 +1,68 @@
+"""Wiring: one App per process holds the database, pool, language tools, embedder and services."""
+
+from __future__ import annotations
+
+import logging
+from types import TracebackType
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from pgrecall import schema
+from pgrecall.config import Settings
+from pgrecall.db import Database
+from pgrecall.embeddings.base import Embedder
+from pgrecall.language import LanguageCatalog, LanguageDetector
+from pgrecall.service import EntryService
+from pgrecall.store.entries import EntryStore
+
+log = logging.getLogger(__name__)
+
+
+class App:
+    """Everything a front end needs, opened together and closed together."""
+
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None, check_schema: bool = True) -> None:
+        self.settings = settings
+        self.db = Database(settings)
+        self._embedder = embedder
+        self._check_schema = check_schema
+        self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
+
+    def __enter__(self) -> App:
+        self.open()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Reach the database, check the schema, build the services."""
+        url = self.db.open()
+        try:
+            if self._check_schema:
+                schema.require_head(url, embedded=self.settings.embedded)
+            self.pool = self.db.make_pool()
+            with self.pool.connection() as conn:
+                self.catalog = LanguageCatalog.from_connection(conn)
+            self.detector = LanguageDetector(
+                self.catalog,
+                min_letters=self.settings.detect_min_chars,
+                min_confidence=self.settings.detect_min_confidence,
+                high_accuracy=self.settings.detect_high_accuracy,
+            )
+            self.store = EntryStore(self.pool)
+            self.entries = EntryService(self.settings, self.store, self.catalog, self.detector, self._embedder)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Close the pool and release the database."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+        self.db.close()

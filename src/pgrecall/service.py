@@ -1,0 +1,188 @@
+"""Entry use cases: validate, resolve the language, hash, embed (or leave pending), store."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pgrecall.config import Settings
+from pgrecall.content import content_hash
+from pgrecall.embeddings.base import Embedder, EmbeddingError
+from pgrecall.language import LanguageCatalog, LanguageDetector, Resolved
+from pgrecall.store.entries import Entry, EntryChanges, EntryStore, ListFilters, NewEntry, Page, parse_id
+from pgrecall.validation import (
+    check_body,
+    check_kind,
+    check_limit,
+    check_metadata,
+    check_source,
+    check_tags,
+    check_title,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_LIST_LIMIT = 200
+_UNSET: Any = object()
+
+
+def embedding_text(title: str | None, body: str) -> str:
+    """What gets embedded for an entry: its title and body."""
+    return f"{title}\n\n{body}" if title else body
+
+
+@dataclass(frozen=True)
+class Written:
+    """An entry as written, with how its language was chosen and whether its vector is pending."""
+
+    entry: Entry
+    language: Resolved
+    vector_pending: bool
+
+
+class EntryService:
+    """The write and read paths every front end (CLI, MCP) goes through."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: EntryStore,
+        catalog: LanguageCatalog,
+        detector: LanguageDetector,
+        embedder: Embedder | None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.catalog = catalog
+        self.detector = detector
+        self.embedder = embedder
+
+    def _embed(self, title: str | None, body: str) -> list[float] | None:
+        if self.embedder is None:
+            return None
+        try:
+            return self.embedder.embed_passages([embedding_text(title, body)])[0]
+        except EmbeddingError as exc:
+            # The write must not be lost: store it now, the vector is filled by re-embedding.
+            log.warning("embedding failed; entry stored with its vector pending", extra={"error": str(exc)})
+            return None
+
+    def add(
+        self,
+        owner: str,
+        *,
+        text: str,
+        title: str | None = None,
+        tags: Sequence[str] | None = None,
+        source: str | None = None,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        language: str | None = None,
+    ) -> Written:
+        """Validate and store one entry; the vector is pending if the embedder fails."""
+        body = check_body(text, self.settings.max_text_chars)
+        clean_title = check_title(title)
+        resolved = self.detector.resolve(language, f"{clean_title or ''}\n{body}")
+        new = NewEntry(
+            body=body,
+            content_hash=content_hash(body),
+            language=resolved.regconfig,
+            kind=check_kind(kind),
+            source=check_source(source),
+            title=clean_title,
+            tags=check_tags(tags),
+            metadata=check_metadata(metadata),
+        )
+        vector = self._embed(clean_title, body)
+        if vector is not None and self.embedder is not None:
+            new = NewEntry(**{**new.__dict__, "embedding": vector, "embedding_model": self.embedder.model})
+        entry = self.store.create(owner, new)
+        return Written(entry, resolved, vector is None)
+
+    def get(self, owner: str, entry_id: str | uuid.UUID, *, include_deleted: bool = False) -> Entry:
+        """One entry by id."""
+        return self.store.get(owner, parse_id(entry_id), include_deleted=include_deleted)
+
+    def update(
+        self,
+        owner: str,
+        entry_id: str | uuid.UUID,
+        *,
+        text: str | None = None,
+        title: str | None = _UNSET,
+        tags: Sequence[str] | None = None,
+        source: str | None = _UNSET,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        language: str | None = None,
+        expected_version: int | None = None,
+    ) -> Written:
+        """Change the given fields; text or title changes re-hash and re-embed, language changes re-stem.
+
+        Without `language`, an entry keeps its language, except one stored as 'simple'
+        whose text changes: that one is detected again.
+        """
+        ident = parse_id(entry_id)
+        current = self.store.get(owner, ident)
+        body = check_body(text, self.settings.max_text_chars) if text is not None else None
+        set_title = title is not _UNSET
+        new_title = check_title(title) if set_title else current.title
+        resolved: Resolved | None = None
+        if language is not None and language.strip():
+            resolved = self.catalog.resolve_explicit(language)
+        elif body is not None and current.language == "simple":
+            resolved = self.detector.detect(f"{new_title or ''}\n{body}")
+        text_changed = (body is not None and body != current.body) or (set_title and new_title != current.title)
+        vector = self._embed(new_title, body if body is not None else current.body) if text_changed else None
+        changes = EntryChanges(
+            kind=check_kind(kind) if kind is not None else None,
+            source=check_source(source) if source is not _UNSET else None,
+            set_source=source is not _UNSET,
+            title=new_title,
+            set_title=set_title,
+            body=body,
+            content_hash=content_hash(body) if body is not None else None,
+            tags=check_tags(tags) if tags is not None else None,
+            metadata=check_metadata(metadata) if metadata is not None else None,
+            language=resolved.regconfig if resolved is not None else None,
+            reset_embedding=text_changed,
+            embedding=vector,
+            embedding_model=self.embedder.model if (vector is not None and self.embedder) else None,
+        )
+        entry = self.store.update(owner, ident, changes, expected_version=expected_version)
+        final = resolved or Resolved(entry.language, self.catalog.iso_for(entry.language), "kept")
+        pending = entry.embedding_model is None or (
+            self.embedder is not None and entry.embedding_model != self.embedder.model
+        )
+        return Written(entry, final, pending)
+
+    def delete(self, owner: str, entry_id: str | uuid.UUID) -> Entry:
+        """Soft delete (restorable)."""
+        return self.store.soft_delete(owner, parse_id(entry_id))
+
+    def restore(self, owner: str, entry_id: str | uuid.UUID) -> Entry:
+        """Undo a soft delete."""
+        return self.store.restore(owner, parse_id(entry_id))
+
+    def list(
+        self, owner: str, filters: ListFilters, *, limit: int = 20, cursor: str | None = None
+    ) -> Page:
+        """A page of entries, newest first."""
+        check_limit(limit, "limit", MAX_LIST_LIMIT)
+        language = filters.language
+        if language is not None:
+            language = self.catalog.resolve_explicit(language).regconfig
+        clean = ListFilters(
+            kind=check_kind(filters.kind) if filters.kind is not None else None,
+            source=filters.source,
+            language=language,
+            tags_all=check_tags(filters.tags_all, "tags_all") if filters.tags_all is not None else None,
+            tags_any=check_tags(filters.tags_any, "tags_any") if filters.tags_any is not None else None,
+            created_after=filters.created_after,
+            created_before=filters.created_before,
+            include_deleted=filters.include_deleted,
+        )
+        return self.store.list(owner, clean, limit=limit, cursor=cursor)

@@ -1,0 +1,366 @@
+"""Entry writes and reads. Every statement is scoped by owner; SQL is constant, values are bound."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from pgrecall.errors import InvalidInputError, NotFoundError
+
+# Columns every read returns: never the vector itself.
+_COLUMNS = """
+    id, owner, kind, source, title, body, tags, metadata, language::text AS language,
+    content_hash, version, created_at, updated_at, deleted_at, embedding_model, embedding_dim
+"""
+
+SQL_INSERT = f"""
+INSERT INTO entries (owner, kind, source, title, body, tags, metadata, language, content_hash,
+                     embedding, embedding_model, embedding_dim)
+VALUES (%(owner)s, %(kind)s, %(source)s, %(title)s, %(body)s, %(tags)s, %(metadata)s,
+        %(language)s::regconfig, %(content_hash)s, %(embedding)s::vector, %(embedding_model)s,
+        %(embedding_dim)s)
+RETURNING {_COLUMNS}
+"""
+
+SQL_GET = f"SELECT {_COLUMNS} FROM entries WHERE owner = %(owner)s AND id = %(id)s"
+
+# COALESCE keeps a field when the caller did not send it; the `set_*` flags let a
+# caller clear a nullable field explicitly (source/title to NULL).
+SQL_UPDATE = f"""
+UPDATE entries SET
+    kind = COALESCE(%(kind)s, kind),
+    source = CASE WHEN %(set_source)s THEN %(source)s ELSE source END,
+    title = CASE WHEN %(set_title)s THEN %(title)s ELSE title END,
+    body = COALESCE(%(body)s, body),
+    tags = COALESCE(%(tags)s, tags),
+    metadata = COALESCE(%(metadata)s, metadata),
+    language = COALESCE(%(language)s::regconfig, language),
+    content_hash = COALESCE(%(content_hash)s, content_hash),
+    embedding = CASE WHEN %(reset_embedding)s THEN %(embedding)s::vector ELSE embedding END,
+    embedding_model = CASE WHEN %(reset_embedding)s THEN %(embedding_model)s ELSE embedding_model END,
+    embedding_dim = CASE WHEN %(reset_embedding)s THEN %(embedding_dim)s ELSE embedding_dim END,
+    version = version + 1,
+    updated_at = clock_timestamp()
+WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NULL
+  AND (%(expected_version)s::integer IS NULL OR version = %(expected_version)s::integer)
+RETURNING {_COLUMNS}
+"""
+
+SQL_SOFT_DELETE = f"""
+UPDATE entries SET deleted_at = clock_timestamp(), updated_at = clock_timestamp()
+WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NULL
+RETURNING {_COLUMNS}
+"""
+
+SQL_RESTORE = f"""
+UPDATE entries SET deleted_at = NULL, updated_at = clock_timestamp()
+WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NOT NULL
+RETURNING {_COLUMNS}
+"""
+
+# Keyset pagination, newest first: (created_at, id) is unique and never changes,
+# so rows inserted while a caller pages can neither shift nor repeat earlier pages.
+SQL_LIST = f"""
+SELECT {_COLUMNS} FROM entries
+WHERE owner = %(owner)s
+  AND (%(include_deleted)s OR deleted_at IS NULL)
+  AND (%(kind)s::text IS NULL OR kind = %(kind)s)
+  AND (%(source)s::text IS NULL OR source = %(source)s)
+  AND (%(language)s::regconfig IS NULL OR language = %(language)s::regconfig)
+  AND (%(tags_all)s::text[] IS NULL OR tags @> %(tags_all)s::text[])
+  AND (%(tags_any)s::text[] IS NULL OR tags && %(tags_any)s::text[])
+  AND (%(created_after)s::timestamptz IS NULL OR created_at >= %(created_after)s)
+  AND (%(created_before)s::timestamptz IS NULL OR created_at < %(created_before)s)
+  AND (%(cursor_ts)s::timestamptz IS NULL OR (created_at, id) < (%(cursor_ts)s, %(cursor_id)s::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT %(limit)s
+"""
+
+SQL_SET_EMBEDDING = """
+UPDATE entries SET embedding = %(embedding)s::vector, embedding_model = %(model)s, embedding_dim = %(dim)s
+WHERE owner = %(owner)s AND id = %(id)s AND content_hash = %(content_hash)s
+"""
+
+SQL_PENDING = """
+SELECT id, title, body, content_hash FROM entries
+WHERE owner = %(owner)s AND deleted_at IS NULL AND embedding_model IS DISTINCT FROM %(model)s
+ORDER BY id
+LIMIT %(limit)s
+"""
+
+SQL_PENDING_COUNT = """
+SELECT count(*) AS n FROM entries
+WHERE owner = %(owner)s AND deleted_at IS NULL AND embedding_model IS DISTINCT FROM %(model)s
+"""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One stored entry as read back (never with its vector)."""
+
+    id: uuid.UUID
+    owner: str
+    kind: str
+    source: str | None
+    title: str | None
+    body: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    language: str
+    content_hash: str
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+    embedding_model: str | None
+    embedding_dim: int | None
+
+    @property
+    def deleted(self) -> bool:
+        """True once soft-deleted."""
+        return self.deleted_at is not None
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """A validated entry ready to insert."""
+
+    body: str
+    content_hash: str
+    language: str
+    kind: str = "note"
+    source: str | None = None
+    title: str | None = None
+    tags: Sequence[str] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    embedding: Sequence[float] | None = None
+    embedding_model: str | None = None
+
+
+@dataclass(frozen=True)
+class EntryChanges:
+    """A validated partial update; None means 'leave as is' (see set_* for clearing)."""
+
+    kind: str | None = None
+    source: str | None = None
+    set_source: bool = False
+    title: str | None = None
+    set_title: bool = False
+    body: str | None = None
+    content_hash: str | None = None
+    tags: Sequence[str] | None = None
+    metadata: dict[str, Any] | None = None
+    language: str | None = None
+    reset_embedding: bool = False
+    embedding: Sequence[float] | None = None
+    embedding_model: str | None = None
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    """Filters for list (all optional)."""
+
+    kind: str | None = None
+    source: str | None = None
+    language: str | None = None
+    tags_all: Sequence[str] | None = None
+    tags_any: Sequence[str] | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    include_deleted: bool = False
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing and the cursor of the next (None at the end)."""
+
+    entries: list[Entry]
+    next_cursor: str | None
+
+
+def _vector_literal(values: Sequence[float] | None) -> str | None:
+    # pgvector's text form; sent as a bound text parameter and cast server-side.
+    if values is None:
+        return None
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+def parse_id(value: str | uuid.UUID, field_name: str = "id") -> uuid.UUID:
+    """A UUID from caller input, or InvalidInputError naming the field."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value).strip())
+    except (ValueError, AttributeError):
+        raise InvalidInputError(field_name, f"must be a UUID like 0190f3a2-…, got {str(value)[:60]!r}") from None
+
+
+def encode_cursor(entry: Entry) -> str:
+    """Opaque cursor after `entry` in list order."""
+    raw = json.dumps([entry.created_at.isoformat(), str(entry.id)]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
+    """Inverse of encode_cursor; InvalidInputError on anything else."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        ts, ident = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        return datetime.fromisoformat(ts), uuid.UUID(ident)
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        raise InvalidInputError("cursor", "not a cursor returned by list_entries; omit it to start over") from None
+
+
+def _entry(row: dict[str, Any]) -> Entry:
+    return Entry(**row)
+
+
+class EntryStore:
+    """Entry persistence over a psycopg connection pool."""
+
+    def __init__(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]]) -> None:
+        self.pool = pool
+
+    def create(self, owner: str, new: NewEntry) -> Entry:
+        """Insert one entry and return it as stored."""
+        vector = _vector_literal(new.embedding)
+        params = {
+            "owner": owner,
+            "kind": new.kind,
+            "source": new.source,
+            "title": new.title,
+            "body": new.body,
+            "tags": list(new.tags),
+            "metadata": Jsonb(new.metadata),
+            "language": new.language,
+            "content_hash": new.content_hash,
+            "embedding": vector,
+            "embedding_model": new.embedding_model if vector else None,
+            "embedding_dim": len(new.embedding) if new.embedding is not None else None,
+        }
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_INSERT, params).fetchone()
+        assert row is not None
+        return _entry(row)
+
+    def get(self, owner: str, entry_id: uuid.UUID, *, include_deleted: bool = False) -> Entry:
+        """The entry, or NotFoundError (also for a deleted one unless include_deleted)."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_GET, {"owner": owner, "id": entry_id}).fetchone()
+        if row is None or (row["deleted_at"] is not None and not include_deleted):
+            raise NotFoundError(f"id: no entry {entry_id}" + ("" if row is None else " (it is deleted)"))
+        return _entry(row)
+
+    def update(
+        self, owner: str, entry_id: uuid.UUID, changes: EntryChanges, *, expected_version: int | None = None
+    ) -> Entry:
+        """Apply a partial update, bump version; NotFoundError if absent, deleted or at another version."""
+        vector = _vector_literal(changes.embedding)
+        params = {
+            "owner": owner,
+            "id": entry_id,
+            "kind": changes.kind,
+            "set_source": changes.set_source,
+            "source": changes.source,
+            "set_title": changes.set_title,
+            "title": changes.title,
+            "body": changes.body,
+            "tags": list(changes.tags) if changes.tags is not None else None,
+            "metadata": Jsonb(changes.metadata) if changes.metadata is not None else None,
+            "language": changes.language,
+            "content_hash": changes.content_hash,
+            "reset_embedding": changes.reset_embedding,
+            "embedding": vector,
+            "embedding_model": changes.embedding_model if vector else None,
+            "embedding_dim": len(changes.embedding) if changes.embedding is not None else None,
+            "expected_version": expected_version,
+        }
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_UPDATE, params).fetchone()
+            if row is None:
+                current = conn.execute(SQL_GET, {"owner": owner, "id": entry_id}).fetchone()
+        if row is None:
+            if current is None:
+                raise NotFoundError(f"id: no entry {entry_id}")
+            if current["deleted_at"] is not None:
+                raise NotFoundError(f"id: entry {entry_id} is deleted; restore it first")
+            raise InvalidInputError(
+                "expected_version", f"entry {entry_id} is at version {current['version']}, not {expected_version}"
+            )
+        return _entry(row)
+
+    def soft_delete(self, owner: str, entry_id: uuid.UUID) -> Entry:
+        """Mark deleted (restorable); NotFoundError if absent or already deleted."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_SOFT_DELETE, {"owner": owner, "id": entry_id}).fetchone()
+        if row is None:
+            raise NotFoundError(f"id: no live entry {entry_id}")
+        return _entry(row)
+
+    def restore(self, owner: str, entry_id: uuid.UUID) -> Entry:
+        """Undo a soft delete; NotFoundError if absent or not deleted."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_RESTORE, {"owner": owner, "id": entry_id}).fetchone()
+        if row is None:
+            raise NotFoundError(f"id: no deleted entry {entry_id}")
+        return _entry(row)
+
+    def list(self, owner: str, filters: ListFilters, *, limit: int, cursor: str | None = None) -> Page:
+        """One page, newest first, with the cursor for the next page."""
+        cursor_ts, cursor_id = decode_cursor(cursor) if cursor else (None, None)
+        params = {
+            "owner": owner,
+            "include_deleted": filters.include_deleted,
+            "kind": filters.kind,
+            "source": filters.source,
+            "language": filters.language,
+            "tags_all": list(filters.tags_all) if filters.tags_all else None,
+            "tags_any": list(filters.tags_any) if filters.tags_any else None,
+            "created_after": filters.created_after,
+            "created_before": filters.created_before,
+            "cursor_ts": cursor_ts,
+            "cursor_id": cursor_id,
+            "limit": limit + 1,
+        }
+        with self.pool.connection() as conn:
+            rows = conn.execute(SQL_LIST, params).fetchall()
+        entries = [_entry(r) for r in rows[:limit]]
+        next_cursor = encode_cursor(entries[-1]) if len(rows) > limit and entries else None
+        return Page(entries, next_cursor)
+
+    def set_embedding(
+        self, owner: str, entry_id: uuid.UUID, content_hash: str, vector: Sequence[float], model: str
+    ) -> bool:
+        """Store a vector unless the text changed since it was computed; True if stored."""
+        params = {
+            "owner": owner,
+            "id": entry_id,
+            "content_hash": content_hash,
+            "embedding": _vector_literal(vector),
+            "model": model,
+            "dim": len(vector),
+        }
+        with self.pool.connection() as conn:
+            cur = conn.execute(SQL_SET_EMBEDDING, params)
+            return cur.rowcount == 1
+
+    def pending(self, owner: str, model: str, limit: int) -> list[dict[str, Any]]:
+        """Live entries without a vector of `model` (id, title, body, content_hash)."""
+        with self.pool.connection() as conn:
+            return conn.execute(SQL_PENDING, {"owner": owner, "model": model, "limit": limit}).fetchall()
+
+    def pending_count(self, owner: str, model: str) -> int:
+        """How many live entries still need a vector of `model`."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_PENDING_COUNT, {"owner": owner, "model": model}).fetchone()
+        return int(row["n"]) if row else 0
