@@ -51,7 +51,9 @@ def _create_db(server: EmbeddedServer, template: str | None) -> str:
     with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
         if template:
             conn.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template))
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(template)
+                )
             )
         else:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

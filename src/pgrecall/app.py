@@ -12,6 +12,7 @@ from psycopg_pool import ConnectionPool
 from pgrecall import schema
 from pgrecall.config import Settings
 from pgrecall.db import Database
+from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.language import LanguageCatalog, LanguageDetector
 from pgrecall.service import EntryService
@@ -23,10 +24,14 @@ log = logging.getLogger(__name__)
 class App:
     """Everything a front end needs, opened together and closed together."""
 
-    def __init__(self, settings: Settings, *, embedder: Embedder | None = None, check_schema: bool = True) -> None:
+    def __init__(
+        self, settings: Settings, *, embedder: Embedder | str | None = "settings", check_schema: bool = True
+    ) -> None:
         self.settings = settings
         self.db = Database(settings)
-        self._embedder = embedder
+        # "settings": the provider PGRECALL_EMBEDDER names (it loads lazily, on first use);
+        # None: no embedder at all, every vector stays pending.
+        self._embedder: Embedder | None = create_embedder(settings) if isinstance(embedder, str) else embedder
         self._check_schema = check_schema
         self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
 
@@ -52,13 +57,21 @@ class App:
                 self.catalog,
                 min_letters=self.settings.detect_min_chars,
                 min_confidence=self.settings.detect_min_confidence,
+                min_ratio=self.settings.detect_min_ratio,
                 high_accuracy=self.settings.detect_high_accuracy,
             )
             self.store = EntryStore(self.pool)
-            self.entries = EntryService(self.settings, self.store, self.catalog, self.detector, self._embedder)
+            self.entries = EntryService(
+                self.settings, self.store, self.catalog, self.detector, self._embedder
+            )
         except BaseException:
             self.close()
             raise
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The active embedding provider (None: vectors stay pending)."""
+        return self._embedder
 
     def close(self) -> None:
         """Close the pool and release the database."""

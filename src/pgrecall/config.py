@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,6 +24,15 @@ def default_home() -> Path:
     return base / "pgrecall"
 
 
+def _mask_url(url: str) -> str:
+    # Show where it points, hide the password (the only secret part of a libpq URL).
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":********@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 class Settings(BaseSettings):
     """Effective configuration; build one per process and pass it down (no globals)."""
 
@@ -35,7 +45,8 @@ class Settings(BaseSettings):
     )
     database_url: SecretStr | None = Field(
         default=None,
-        description="postgresql:// URL of an external server. Unset: the embedded server under PGRECALL_HOME.",
+        description="postgresql:// URL of an external server. "
+        "Unset: the embedded server under PGRECALL_HOME.",
     )
     owner: str = Field(
         default="default",
@@ -60,10 +71,17 @@ class Settings(BaseSettings):
         description="Texts shorter than this (in letters) are not language-detected; they get 'simple'.",
     )
     detect_min_confidence: float = Field(
-        default=0.5,
+        default=0.2,
         ge=0.0,
         le=1.0,
-        description="Lingua confidence below which a detected language is not trusted ('simple' is used).",
+        description="Lingua's relative confidence (shared among the ~27 candidate languages) below which a "
+        "detected language is not trusted and 'simple' is used.",
+    )
+    detect_min_ratio: float = Field(
+        default=1.5,
+        ge=1.0,
+        description="The best language must be at least this many times as likely as the runner-up "
+        "(Spanish vs Portuguese, Danish vs Norwegian on a short sentence), else 'simple' is used.",
     )
     detect_high_accuracy: bool = Field(
         default=True,
@@ -77,15 +95,22 @@ class Settings(BaseSettings):
         "Universal Sentence Encoder, 512-d) or http (an OpenAI-compatible /v1/embeddings endpoint).",
     )
     embedding_url: str | None = Field(
-        default=None, description="Base URL of the OpenAI-compatible endpoint (http embedder), e.g. http://127.0.0.1:8000/v1."
+        default=None,
+        description="Base URL of the OpenAI-compatible endpoint (http embedder), e.g. http://127.0.0.1:8000/v1.",
     )
     embedding_model: str | None = Field(default=None, description="Model name sent to the http embedder.")
     embedding_dim: int | None = Field(
         default=None, ge=1, le=16_000, description="Vector dimension the http embedder returns."
     )
-    embedding_api_key: SecretStr | None = Field(default=None, description="Bearer token for the http embedder.")
-    embedding_timeout_s: float = Field(default=10.0, gt=0, description="Per-request timeout of the http embedder.")
-    embedding_retries: int = Field(default=3, ge=0, le=10, description="Retries (with backoff) of the http embedder.")
+    embedding_api_key: SecretStr | None = Field(
+        default=None, description="Bearer token for the http embedder."
+    )
+    embedding_timeout_s: float = Field(
+        default=10.0, gt=0, description="Per-request timeout of the http embedder."
+    )
+    embedding_retries: int = Field(
+        default=3, ge=0, le=10, description="Retries (with backoff) of the http embedder."
+    )
     embedding_batch_size: int = Field(default=32, ge=1, le=2048, description="Texts per embedding batch.")
     embedding_threads: int = Field(
         default=2, ge=1, le=256, description="Threads the bundled model may use (caps OpenMP)."
@@ -108,7 +133,9 @@ class Settings(BaseSettings):
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
-            if isinstance(value, SecretStr):
+            if name == "database_url" and value is not None:
+                out[name] = _mask_url(value.get_secret_value())
+            elif isinstance(value, SecretStr):
                 out[name] = "********"
             elif isinstance(value, Path):
                 out[name] = str(value)

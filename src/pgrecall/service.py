@@ -135,7 +135,9 @@ class EntryService:
             resolved = self.catalog.resolve_explicit(language)
         elif body is not None and current.language == "simple":
             resolved = self.detector.detect(f"{new_title or ''}\n{body}")
-        text_changed = (body is not None and body != current.body) or (set_title and new_title != current.title)
+        text_changed = (body is not None and body != current.body) or (
+            set_title and new_title != current.title
+        )
         vector = self._embed(new_title, body if body is not None else current.body) if text_changed else None
         changes = EntryChanges(
             kind=check_kind(kind) if kind is not None else None,
@@ -167,9 +169,7 @@ class EntryService:
         """Undo a soft delete."""
         return self.store.restore(owner, parse_id(entry_id))
 
-    def list(
-        self, owner: str, filters: ListFilters, *, limit: int = 20, cursor: str | None = None
-    ) -> Page:
+    def list(self, owner: str, filters: ListFilters, *, limit: int = 20, cursor: str | None = None) -> Page:
         """A page of entries, newest first."""
         check_limit(limit, "limit", MAX_LIST_LIMIT)
         language = filters.language

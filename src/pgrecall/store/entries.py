@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import json
 import uuid
 from collections.abc import Sequence
@@ -202,7 +203,9 @@ def parse_id(value: str | uuid.UUID, field_name: str = "id") -> uuid.UUID:
     try:
         return uuid.UUID(str(value).strip())
     except (ValueError, AttributeError):
-        raise InvalidInputError(field_name, f"must be a UUID like 0190f3a2-…, got {str(value)[:60]!r}") from None
+        raise InvalidInputError(
+            field_name, f"must be a UUID like 0190f3a2-…, got {str(value)[:60]!r}"
+        ) from None
 
 
 def encode_cursor(entry: Entry) -> str:
@@ -218,7 +221,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         ts, ident = json.loads(base64.urlsafe_b64decode(padded.encode()))
         return datetime.fromisoformat(ts), uuid.UUID(ident)
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
-        raise InvalidInputError("cursor", "not a cursor returned by list_entries; omit it to start over") from None
+        raise InvalidInputError(
+            "cursor", "not a cursor returned by list_entries; omit it to start over"
+        ) from None
 
 
 def _entry(row: dict[str, Any]) -> Entry:
@@ -295,7 +300,8 @@ class EntryStore:
             if current["deleted_at"] is not None:
                 raise NotFoundError(f"id: entry {entry_id} is deleted; restore it first")
             raise InvalidInputError(
-                "expected_version", f"entry {entry_id} is at version {current['version']}, not {expected_version}"
+                "expected_version",
+                f"entry {entry_id} is at version {current['version']}, not {expected_version}",
             )
         return _entry(row)
 
@@ -354,7 +360,7 @@ class EntryStore:
             cur = conn.execute(SQL_SET_EMBEDDING, params)
             return cur.rowcount == 1
 
-    def pending(self, owner: str, model: str, limit: int) -> list[dict[str, Any]]:
+    def pending(self, owner: str, model: str, limit: int) -> builtins.list[dict[str, Any]]:
         """Live entries without a vector of `model` (id, title, body, content_hash)."""
         with self.pool.connection() as conn:
             return conn.execute(SQL_PENDING, {"owner": owner, "model": model, "limit": limit}).fetchall()

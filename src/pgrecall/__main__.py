@@ -1,0 +1,5 @@
+"""`python -m pgrecall` = the `pgrecall` command."""
+
+from pgrecall.cli import main
+
+main()

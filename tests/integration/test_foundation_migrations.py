@@ -1,0 +1,119 @@
+"""Schema by Alembic only: round trips on a database holding rows, and the operator CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgrecall import schema
+from pgrecall.app import App
+from pgrecall.config import Settings
+from pgrecall.errors import SchemaNotAtHeadError
+
+FIRST = "0001_entries"
+INSERT = """
+INSERT INTO entries (body, title, tags, language, content_hash)
+VALUES (%s, 'title', '{t}', 'english'::regconfig, 'sha256:' || repeat('0', 64))
+"""
+
+
+def _count(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM entries").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def _tables(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
+    return {r[0] for r in rows}
+
+
+def test_round_trip_with_rows(empty_db_url: str) -> None:
+    url = empty_db_url
+    schema.upgrade(url, FIRST)
+    with psycopg.connect(url) as conn:
+        for i in range(20):
+            conn.execute(INSERT, (f"retirement savings plan number {i}",))
+    # Later revisions must carry rows written before them.
+    schema.upgrade(url, "head")
+    assert schema.current_revision(url) == schema.head_revision()
+    assert _count(url) == 20
+    with psycopg.connect(url) as conn:
+        conn.execute(INSERT, ("one more row at head",))
+    schema.downgrade(url, "base")
+    assert schema.current_revision(url) is None
+    assert _tables(url) <= {"alembic_version"}
+    schema.upgrade(url, "head")
+    assert _count(url) == 0
+    with psycopg.connect(url) as conn:
+        conn.execute(INSERT, ("works again after the round trip",))
+    assert _count(url) == 1
+
+
+def test_each_revision_steps_down_and_up_with_rows(empty_db_url: str) -> None:
+    url = empty_db_url
+    revisions = [rev for rev, _, _ in schema.history()]
+    schema.upgrade(url, "head")
+    with psycopg.connect(url) as conn:
+        conn.execute(INSERT, ("a row present during every step",))
+    for rev in reversed(revisions[1:]):
+        schema.downgrade(url, "-1")
+        assert schema.current_revision(url) != rev
+        assert _count(url) == 1
+    schema.upgrade(url, "head")
+    assert _count(url) == 1
+
+
+def test_external_database_not_at_head_is_refused(empty_db_url: str, tmp_path: Path) -> None:
+    settings = Settings(database_url=empty_db_url, home=tmp_path)
+    with pytest.raises(SchemaNotAtHeadError) as info:
+        App(settings, embedder=None).open()
+    message = str(info.value)
+    assert "pgrecall migrate upgrade head" in message and "empty database" in message
+    assert schema.current_revision(empty_db_url) is None  # nothing was created behind the operator's back
+
+
+def _cli(*args: str, url: str | None = None, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+    if url:
+        env["PGRECALL_DATABASE_URL"] = url
+    if home:
+        env["PGRECALL_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "pgrecall", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_migrate_cli_on_url(empty_db_url: str) -> None:
+    url = empty_db_url
+    check = _cli("migrate", "check", url=url)
+    assert check.returncode == 1
+    assert "PGRECALL_DATABASE_URL=<url> pgrecall migrate upgrade head" in check.stderr
+    assert "empty" in _cli("migrate", "current", url=url).stdout
+    up = _cli("migrate", "upgrade", FIRST, url=url)
+    assert up.returncode == 0, up.stderr
+    assert f"empty -> {FIRST}" in up.stdout
+    at_head = schema.head_revision() == FIRST
+    assert _cli("migrate", "check", url=url).returncode == (0 if at_head else 1)
+    assert _cli("migrate", "upgrade", url=url).returncode == 0
+    assert _cli("migrate", "check", url=url).returncode == 0
+    assert "at head" in _cli("migrate", "current", url=url).stdout
+    history = _cli("migrate", "history", url=url).stdout
+    assert f"base -> {FIRST}" in history
+    down = _cli("migrate", "downgrade", "base", url=url)
+    assert down.returncode == 0 and "-> base" in down.stdout
+    stamp = _cli("migrate", "stamp", "head", url=url)
+    assert stamp.returncode == 0 and schema.current_revision(url) == schema.head_revision()
+
+
+def test_migrate_cli_reports_unreachable_database(tmp_path: Path) -> None:
+    result = _cli("migrate", "current", url=f"postgresql://nobody@/none?host={tmp_path}")
+    assert result.returncode == 1
+    assert result.stderr.startswith("pgrecall: cannot connect to PostgreSQL")
