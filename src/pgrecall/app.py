@@ -73,6 +73,25 @@ class App:
         """The active embedding provider (None: vectors stay pending)."""
         return self._embedder
 
+    def stats(self, owner: str) -> dict[str, Any]:
+        """Counts by language and kind, pending vectors, embedding model, schema revision."""
+        counts = self.store.counts(owner)
+        model = self._embedder.model if self._embedder is not None else None
+        return {
+            "owner": owner,
+            "entries": counts["state"].get("live", 0),
+            "deleted": counts["state"].get("deleted", 0),
+            "by_language": counts["language"],
+            "by_kind": counts["kind"],
+            "vectors_by_model": counts["vector_model"],
+            "pending_vectors": self.store.pending_count(owner, model)
+            if model
+            else counts["state"].get("live", 0),
+            "embedding_model": model,
+            "embedding_dim": self._embedder.dim if self._embedder is not None else None,
+            "schema_revision": schema.current_revision(self.db.url),
+        }
+
     def close(self) -> None:
         """Close the pool and release the database."""
         if self.pool is not None:

@@ -17,7 +17,8 @@ from pgrecall.store.entries import Entry, ListFilters
 
 
 @contextmanager
-def _app(with_embedder: bool = True) -> Iterator[App]:
+def open_app(with_embedder: bool = True) -> Iterator[App]:
+    """An open App for one CLI command; pgrecall errors become one line on stderr."""
     settings = _settings()
     try:
         with App(settings, embedder="settings" if with_embedder else None) as opened:
@@ -52,7 +53,7 @@ def add(
             meta = json.loads(metadata)
         except ValueError as exc:
             _fail(f"metadata: not valid JSON ({exc})")
-    with _app() as opened:
+    with open_app() as opened:
         try:
             written = opened.entries.add(
                 opened.settings.owner,
@@ -74,7 +75,7 @@ def add(
 @app.command("get")
 def get(entry_id: Annotated[str, typer.Argument(help="Entry id (UUID).")]) -> None:
     """Print one entry as JSON (deleted ones too, with deleted_at set)."""
-    with _app(with_embedder=False) as opened:
+    with open_app(with_embedder=False) as opened:
         try:
             entry = opened.entries.get(opened.settings.owner, entry_id, include_deleted=True)
         except PgrecallError as exc:
@@ -94,7 +95,7 @@ def list_entries(
 ) -> None:
     """Print one page of entries, newest first, and the cursor of the next page."""
     filters = ListFilters(kind=kind, source=source, language=language, tags_all=tag, include_deleted=deleted)
-    with _app(with_embedder=False) as opened:
+    with open_app(with_embedder=False) as opened:
         try:
             page = opened.entries.list(opened.settings.owner, filters, limit=limit, cursor=cursor)
         except PgrecallError as exc:
@@ -105,7 +106,7 @@ def list_entries(
 @app.command("delete")
 def delete(entry_id: Annotated[str, typer.Argument(help="Entry id (UUID).")]) -> None:
     """Soft-delete an entry (restore brings it back)."""
-    with _app(with_embedder=False) as opened:
+    with open_app(with_embedder=False) as opened:
         try:
             entry = opened.entries.delete(opened.settings.owner, entry_id)
         except PgrecallError as exc:
@@ -116,7 +117,7 @@ def delete(entry_id: Annotated[str, typer.Argument(help="Entry id (UUID).")]) ->
 @app.command("restore")
 def restore(entry_id: Annotated[str, typer.Argument(help="Entry id (UUID).")]) -> None:
     """Bring back a soft-deleted entry."""
-    with _app(with_embedder=False) as opened:
+    with open_app(with_embedder=False) as opened:
         try:
             entry = opened.entries.restore(opened.settings.owner, entry_id)
         except PgrecallError as exc:

@@ -95,6 +95,7 @@ WHERE owner = %(owner)s AND id = %(id)s AND content_hash = %(content_hash)s
 SQL_PENDING = """
 SELECT id, title, body, content_hash FROM entries
 WHERE owner = %(owner)s AND deleted_at IS NULL AND embedding_model IS DISTINCT FROM %(model)s
+  AND (%(after)s::uuid IS NULL OR id > %(after)s::uuid)
 ORDER BY id
 LIMIT %(limit)s
 """
@@ -102,6 +103,26 @@ LIMIT %(limit)s
 SQL_PENDING_COUNT = """
 SELECT count(*) AS n FROM entries
 WHERE owner = %(owner)s AND deleted_at IS NULL AND embedding_model IS DISTINCT FROM %(model)s
+"""
+
+SQL_OWNERS = "SELECT DISTINCT owner FROM entries ORDER BY owner"
+
+SQL_PENDING_TOTAL = """
+SELECT count(*) AS n FROM entries WHERE deleted_at IS NULL AND embedding_model IS DISTINCT FROM %(model)s
+"""
+
+SQL_COUNT_BY = """
+SELECT 'language' AS dimension, language::text AS value, count(*) AS n
+FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL GROUP BY language
+UNION ALL
+SELECT 'kind', kind, count(*) FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL GROUP BY kind
+UNION ALL
+SELECT 'state', CASE WHEN deleted_at IS NULL THEN 'live' ELSE 'deleted' END, count(*)
+FROM entries WHERE owner = %(owner)s GROUP BY 2
+UNION ALL
+SELECT 'vector_model', coalesce(embedding_model, '(pending)'), count(*)
+FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL GROUP BY 2
+ORDER BY 1, 2
 """
 
 
@@ -360,13 +381,35 @@ class EntryStore:
             cur = conn.execute(SQL_SET_EMBEDDING, params)
             return cur.rowcount == 1
 
-    def pending(self, owner: str, model: str, limit: int) -> builtins.list[dict[str, Any]]:
-        """Live entries without a vector of `model` (id, title, body, content_hash)."""
+    def pending(
+        self, owner: str, model: str, limit: int, after: uuid.UUID | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Live entries without a vector of `model` (id, title, body, content_hash), by id after `after`."""
+        params = {"owner": owner, "model": model, "limit": limit, "after": after}
         with self.pool.connection() as conn:
-            return conn.execute(SQL_PENDING, {"owner": owner, "model": model, "limit": limit}).fetchall()
+            return conn.execute(SQL_PENDING, params).fetchall()
 
     def pending_count(self, owner: str, model: str) -> int:
         """How many live entries still need a vector of `model`."""
         with self.pool.connection() as conn:
             row = conn.execute(SQL_PENDING_COUNT, {"owner": owner, "model": model}).fetchone()
         return int(row["n"]) if row else 0
+
+    def owners(self) -> builtins.list[str]:
+        """Every owner with at least one entry (operator commands walk them one by one)."""
+        with self.pool.connection() as conn:
+            return [r["owner"] for r in conn.execute(SQL_OWNERS).fetchall()]
+
+    def pending_total(self, model: str) -> int:
+        """Pending vectors of `model` across all owners (operators' progress bars)."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_PENDING_TOTAL, {"model": model}).fetchone()
+        return int(row["n"]) if row else 0
+
+    def counts(self, owner: str) -> dict[str, dict[str, int]]:
+        """Live entries by language, kind and vector model, and live/deleted totals."""
+        out: dict[str, dict[str, int]] = {"language": {}, "kind": {}, "state": {}, "vector_model": {}}
+        with self.pool.connection() as conn:
+            for row in conn.execute(SQL_COUNT_BY, {"owner": owner}).fetchall():
+                out[row["dimension"]][row["value"]] = int(row["n"])
+        return out
