@@ -24,8 +24,12 @@ def reembed(
             _fail("no embedder configured")
         total = opened.store.pending_total(embedder.model)
         with tqdm(total=total, unit="entry", desc=f"reembed {embedder.model}", disable=None) as bar:
+
+            def advance(n: int) -> None:
+                bar.update(n)
+
             try:
-                filled = reembed_all(opened.store, embedder, batch_size=batch_size, on_batch=bar.update)
+                filled = reembed_all(opened.store, embedder, batch_size=batch_size, on_batch=advance)
             except PgrecallError as exc:
                 _fail(f"{exc} (finished batches are kept; run it again to resume)")
         left = opened.store.pending_total(embedder.model)

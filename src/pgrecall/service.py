@@ -15,6 +15,7 @@ from pgrecall.language import LanguageCatalog, LanguageDetector, Resolved
 from pgrecall.store.entries import Entry, EntryChanges, EntryStore, ListFilters, NewEntry, Page, parse_id
 from pgrecall.validation import (
     check_body,
+    check_idempotency_key,
     check_kind,
     check_limit,
     check_metadata,
@@ -41,6 +42,7 @@ class Written:
     entry: Entry
     language: Resolved
     vector_pending: bool
+    replay: bool = False  # an idempotency key matched an earlier write; nothing new was stored
 
 
 class EntryService:
@@ -81,8 +83,18 @@ class EntryService:
         kind: str | None = None,
         metadata: dict[str, Any] | None = None,
         language: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Written:
-        """Validate and store one entry; the vector is pending if the embedder fails."""
+        """Validate and store one entry; the vector is pending if the embedder fails.
+
+        The same idempotency_key twice (per owner) stores one entry; the second call gets
+        the first entry back, even if its other arguments differ.
+        """
+        key = check_idempotency_key(idempotency_key)
+        if key is not None:
+            earlier = self.store.by_idempotency_key(owner, key)
+            if earlier is not None:
+                return self._replay(earlier)
         body = check_body(text, self.settings.max_text_chars)
         clean_title = check_title(title)
         resolved = self.detector.resolve(language, f"{clean_title or ''}\n{body}")
@@ -95,12 +107,28 @@ class EntryService:
             title=clean_title,
             tags=check_tags(tags),
             metadata=check_metadata(metadata),
+            idempotency_key=key,
         )
         vector = self._embed(clean_title, body)
         if vector is not None and self.embedder is not None:
             new = NewEntry(**{**new.__dict__, "embedding": vector, "embedding_model": self.embedder.model})
-        entry = self.store.create(owner, new)
+        entry, created = self.store.create(owner, new)
+        if not created:
+            return self._replay(entry)
         return Written(entry, resolved, vector is None)
+
+    def _replay(self, entry: Entry) -> Written:
+        return Written(**{**self.as_kept(entry).__dict__, "replay": True})
+
+    def as_kept(self, entry: Entry) -> Written:
+        """An unchanged stored entry in the shape of a write result."""
+        resolved = Resolved(entry.language, self.catalog.iso_for(entry.language), "kept")
+        return Written(entry, resolved, self._pending(entry))
+
+    def _pending(self, entry: Entry) -> bool:
+        return entry.embedding_model is None or (
+            self.embedder is not None and entry.embedding_model != self.embedder.model
+        )
 
     def get(self, owner: str, entry_id: str | uuid.UUID, *, include_deleted: bool = False) -> Entry:
         """One entry by id."""
@@ -156,10 +184,7 @@ class EntryService:
         )
         entry = self.store.update(owner, ident, changes, expected_version=expected_version)
         final = resolved or Resolved(entry.language, self.catalog.iso_for(entry.language), "kept")
-        pending = entry.embedding_model is None or (
-            self.embedder is not None and entry.embedding_model != self.embedder.model
-        )
-        return Written(entry, final, pending)
+        return Written(entry, final, self._pending(entry))
 
     def delete(self, owner: str, entry_id: str | uuid.UUID) -> Entry:
         """Soft delete (restorable)."""

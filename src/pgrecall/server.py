@@ -1,0 +1,297 @@
+"""The MCP server: the tools assistants call. Thin: validate, call the services, shape the output."""
+
+# No `from __future__ import annotations` here: the SDK evaluates tool signatures, and the
+# parameter descriptions refer to values of create_server's closure.
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from pgrecall import __version__
+from pgrecall.errors import DatabaseUnavailableError, InvalidInputError, NotFoundError, PgrecallError
+from pgrecall.models import (
+    AddEntryResult,
+    DeleteResult,
+    EntryOut,
+    EntrySummary,
+    LanguageOut,
+    ListResult,
+    SimilarEntry,
+    StatsResult,
+    WriteResult,
+)
+from pgrecall.observability import observe
+from pgrecall.runtime import Runtime
+from pgrecall.server_search import register_search_tools
+from pgrecall.service import MAX_LIST_LIMIT, Written
+from pgrecall.store.entries import ListFilters
+
+T = TypeVar("T")
+
+INSTRUCTIONS = """\
+pgrecall is a long-term memory and knowledge store. Save durable facts, decisions, preferences
+and documents with add_entry; find them later with search (natural-language questions in any
+language work; no language parameter is needed). Cite what you use by id and content_hash.
+Prefer update_entry over adding a near-duplicate: add_entry reports similar existing entries.
+"""
+
+_KIND_DOC = "Kind token: note (default), fact, decision, preference, doc, … (letters, digits, _ . : -)."
+_LANG_DOC = (
+    "ISO 639-1 code of the text's language (de, fr, es, ru, en, …) or 'simple' for no stemming. "
+    "Omit it: the language is detected."
+)
+
+
+def _tool_error(exc: PgrecallError) -> ToolError:
+    error = ToolError(str(exc))
+    kind = "internal"
+    if isinstance(exc, InvalidInputError):
+        kind = "invalid_input"
+    elif isinstance(exc, NotFoundError):
+        kind = "not_found"
+    elif isinstance(exc, DatabaseUnavailableError):
+        kind = "unavailable"
+    error.error_kind = kind  # type: ignore[attr-defined]
+    return error
+
+
+async def _run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking service call in a worker thread, turning pgrecall errors into tool errors."""
+    try:
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+    except PgrecallError as exc:
+        raise _tool_error(exc) from exc
+
+
+def _language(written: Written) -> LanguageOut:
+    return LanguageOut(
+        regconfig=written.language.regconfig, iso=written.language.iso, how=written.language.how
+    )
+
+
+def create_server(runtime: Runtime) -> MCPServer:
+    """An MCP server exposing pgrecall's tools over an already opened Runtime."""
+    server = MCPServer(
+        "pgrecall", instructions=INSTRUCTIONS, version=__version__, warn_on_duplicate_tools=True
+    )
+    app = runtime.app
+    owner = app.settings.owner
+    max_text = app.settings.max_text_chars
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+    async def add_entry(
+        text: Annotated[
+            str,
+            Field(
+                description=f"The content to remember, verbatim (1-{max_text} characters). Stored as given."
+            ),
+        ],
+        title: Annotated[str | None, Field(description="Short title (≤ 500 characters).")] = None,
+        tags: Annotated[
+            list[str] | None, Field(description="Tags for filtering (≤ 64, each ≤ 100 chars).")
+        ] = None,
+        source: Annotated[
+            str | None, Field(description="Where it came from: URL, file path, conversation id (≤ 2000).")
+        ] = None,
+        kind: Annotated[str | None, Field(description=_KIND_DOC)] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="Free-form JSON object (≤ 64 KiB, ≤ 10 levels deep).")
+        ] = None,
+        language: Annotated[str | None, Field(description=_LANG_DOC)] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(
+                description="Any unique string (≤ 200) for this write. Retrying with the same key never "
+                "stores a second entry; the first one is returned."
+            ),
+        ] = None,
+    ) -> AddEntryResult:
+        """Store a new entry (a fact, decision, note or document) in long-term memory.
+
+        Use it for information worth finding again later. The entry is stemmed in its own
+        language (detected when `language` is omitted) and embedded for semantic search.
+        Check `similar`: when an existing entry says nearly the same, prefer update_entry.
+        """
+        with observe(runtime.metrics, "add_entry") as call:
+            written = await _run(
+                app.entries.add,
+                owner,
+                text=text,
+                title=title,
+                tags=tags,
+                source=source,
+                kind=kind,
+                metadata=metadata,
+                language=language,
+                idempotency_key=idempotency_key,
+            )
+            similar: list[SimilarEntry] = []
+            if not written.replay:
+                similar = await _run(runtime.similar_entries, written.entry)
+            if written.vector_pending:
+                runtime.reembed.poke()
+            call.fields.update(
+                replay=written.replay, vector_pending=written.vector_pending, similar=len(similar)
+            )
+            entry = written.entry
+            return AddEntryResult(
+                id=str(entry.id),
+                content_hash=entry.content_hash,
+                language=_language(written),
+                created_at=entry.created_at,
+                version=entry.version,
+                vector_pending=written.vector_pending,
+                idempotent_replay=written.replay,
+                similar=similar,
+            )
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    async def update_entry(
+        id: Annotated[str, Field(description="Id of the entry to change (UUID).")],
+        text: Annotated[str | None, Field(description="New full text; omit to keep it.")] = None,
+        title: Annotated[str | None, Field(description='New title; omit to keep it, "" to clear it.')] = None,
+        tags: Annotated[list[str] | None, Field(description="Replaces all tags; omit to keep them.")] = None,
+        source: Annotated[str | None, Field(description='New source; omit to keep, "" to clear.')] = None,
+        kind: Annotated[str | None, Field(description=_KIND_DOC)] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="Replaces the metadata object; omit to keep it.")
+        ] = None,
+        language: Annotated[
+            str | None, Field(description=_LANG_DOC + " Changing it re-stems the entry.")
+        ] = None,
+        expected_version: Annotated[
+            int | None,
+            Field(
+                description="Only update if the entry is still at this version (optimistic locking).", ge=1
+            ),
+        ] = None,
+    ) -> WriteResult:
+        """Change an existing entry; only the fields you pass change.
+
+        A new text or title gets a new content_hash and a new vector; `version` goes up by one
+        on every update. Use it instead of adding a near-duplicate.
+        """
+        with observe(runtime.metrics, "update_entry"):
+            extra: dict[str, Any] = {}
+            if title is not None:
+                extra["title"] = title
+            if source is not None:
+                extra["source"] = source
+            written = await _run(
+                app.entries.update,
+                owner,
+                id,
+                text=text,
+                tags=tags,
+                kind=kind,
+                metadata=metadata,
+                language=language,
+                expected_version=expected_version,
+                **extra,
+            )
+            if written.vector_pending:
+                runtime.reembed.poke()
+            return WriteResult(
+                entry=EntryOut.full(written.entry, runtime.active_model), language=_language(written)
+            )
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+    async def delete_entry(
+        id: Annotated[str, Field(description="Id of the entry to delete (UUID).")],
+    ) -> DeleteResult:
+        """Soft-delete an entry: it disappears from search and lists; restore_entry brings it back."""
+        with observe(runtime.metrics, "delete_entry"):
+            entry = await _run(app.entries.delete, owner, id)
+            assert entry.deleted_at is not None
+            return DeleteResult(id=str(entry.id), deleted_at=entry.deleted_at)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+    async def restore_entry(
+        id: Annotated[str, Field(description="Id of a soft-deleted entry (UUID).")],
+    ) -> WriteResult:
+        """Undo delete_entry: the entry is searchable and listed again, unchanged."""
+        with observe(runtime.metrics, "restore_entry"):
+            entry = await _run(app.entries.restore, owner, id)
+            written = app.entries.as_kept(entry)
+            return WriteResult(entry=EntryOut.full(entry, runtime.active_model), language=_language(written))
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def get_entry(
+        id: Annotated[str, Field(description="Entry id (UUID), e.g. from search or list_entries.")],
+    ) -> EntryOut:
+        """Fetch one entry with its full text and metadata (search returns only snippets)."""
+        with observe(runtime.metrics, "get_entry"):
+            entry = await _run(app.entries.get, owner, id)
+            return EntryOut.full(entry, runtime.active_model)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def list_entries(
+        kind: Annotated[str | None, Field(description="Only this kind.")] = None,
+        source: Annotated[str | None, Field(description="Only entries with exactly this source.")] = None,
+        tags_all: Annotated[
+            list[str] | None, Field(description="Only entries having all these tags.")
+        ] = None,
+        tags_any: Annotated[
+            list[str] | None, Field(description="Only entries having at least one of these.")
+        ] = None,
+        language: Annotated[str | None, Field(description="Only this language (ISO 639-1 code).")] = None,
+        created_after: Annotated[
+            datetime | None, Field(description="Created at or after (ISO 8601).")
+        ] = None,
+        created_before: Annotated[datetime | None, Field(description="Created before (ISO 8601).")] = None,
+        include_deleted: Annotated[bool, Field(description="Also list soft-deleted entries.")] = False,
+        limit: Annotated[
+            int, Field(description=f"Page size, 1-{MAX_LIST_LIMIT}.", ge=1, le=MAX_LIST_LIMIT)
+        ] = 20,
+        cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
+    ) -> ListResult:
+        """Browse entries newest first, with filters and stable cursor pagination (not ranked: use search)."""
+        with observe(runtime.metrics, "list_entries") as call:
+            filters = ListFilters(
+                kind=kind,
+                source=source,
+                language=language,
+                tags_all=tags_all,
+                tags_any=tags_any,
+                created_after=created_after,
+                created_before=created_before,
+                include_deleted=include_deleted,
+            )
+            page = await _run(app.entries.list, owner, filters, limit=limit, cursor=cursor)
+            call.fields["count"] = len(page.entries)
+            return ListResult(
+                entries=[EntrySummary.of(e, runtime.active_model) for e in page.entries],
+                next_cursor=page.next_cursor,
+            )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def stats() -> StatsResult:
+        """Counts of entries by language and kind, pending vectors, embedding model, schema revision."""
+        with observe(runtime.metrics, "stats"):
+            data = await _run(app.stats, owner)
+            runtime.metrics.pending_vectors.set(data["pending_vectors"])
+            return StatsResult(**data)
+
+    register_search_tools(server, runtime)
+
+    @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
+    async def healthz(request: Request) -> Response:
+        try:
+            await anyio.to_thread.run_sync(runtime.ping)
+        except Exception as exc:
+            return JSONResponse({"status": "unavailable", "error": type(exc).__name__}, status_code=503)
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
+    async def metrics(request: Request) -> Response:
+        return Response(runtime.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    return server

@@ -1,0 +1,92 @@
+"""SQL of the language backfill: keyset batches over (owner, id) and a guarded batch update."""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+_SCOPE = """
+    (%(owner)s::text IS NULL OR owner = %(owner)s)
+    AND (NOT %(only_simple)s OR language = 'simple'::regconfig)
+"""
+
+SQL_REDETECT_COUNT = f"SELECT count(*) AS n FROM entries WHERE {_SCOPE}"
+
+# Keyset over the primary key: each batch is an index range scan, whatever the table size.
+SQL_REDETECT_BATCH = f"""
+SELECT owner, id, title, body, language::text AS language, content_hash
+FROM entries
+WHERE {_SCOPE}
+  AND (%(after_owner)s::text IS NULL OR (owner, id) > (%(after_owner)s::text, %(after_id)s::uuid))
+ORDER BY owner, id
+LIMIT %(limit)s
+"""
+
+# Only rows whose text and language are still what was read: a concurrent edit wins.
+# version is not bumped (see redetect.py); updated_at is, so readers can see the row changed.
+SQL_REDETECT_UPDATE = """
+UPDATE entries AS e
+SET language = c.language::regconfig, updated_at = clock_timestamp()
+FROM unnest(%(owners)s::text[], %(ids)s::uuid[], %(old)s::text[], %(new)s::text[], %(hashes)s::text[])
+     AS c(owner, id, old_language, language, content_hash)
+WHERE e.owner = c.owner AND e.id = c.id
+  AND e.language = c.old_language::regconfig AND e.content_hash = c.content_hash
+"""
+
+
+@dataclass(frozen=True)
+class LanguageChange:
+    """One row whose language should change."""
+
+    owner: str
+    id: uuid.UUID
+    old: str
+    new: str
+    content_hash: str
+
+
+class RedetectStore:
+    """Reads and writes of the language backfill, over the app's pool."""
+
+    def __init__(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]]) -> None:
+        self.pool = pool
+
+    def count(self, owner: str | None, only_simple: bool) -> int:
+        """How many rows a pass will look at."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_REDETECT_COUNT, {"owner": owner, "only_simple": only_simple}).fetchone()
+        return int(row["n"]) if row else 0
+
+    def batch(
+        self, owner: str | None, only_simple: bool, after: tuple[str, uuid.UUID] | None, limit: int
+    ) -> builtins.list[dict[str, Any]]:
+        """The next rows after `after` in (owner, id) order."""
+        params = {
+            "owner": owner,
+            "only_simple": only_simple,
+            "after_owner": after[0] if after else None,
+            "after_id": after[1] if after else None,
+            "limit": limit,
+        }
+        with self.pool.connection() as conn:
+            return conn.execute(SQL_REDETECT_BATCH, params).fetchall()
+
+    def apply(self, changes: Sequence[LanguageChange]) -> int:
+        """Write the changes in one statement; returns how many rows were still unedited and changed."""
+        if not changes:
+            return 0
+        params = {
+            "owners": [c.owner for c in changes],
+            "ids": [c.id for c in changes],
+            "old": [c.old for c in changes],
+            "new": [c.new for c in changes],
+            "hashes": [c.content_hash for c in changes],
+        }
+        with self.pool.connection() as conn:
+            return conn.execute(SQL_REDETECT_UPDATE, params).rowcount

@@ -1,0 +1,270 @@
+"""Bulk SQL for export and import: a streaming read per owner, and COPY into a staging table then merge.
+
+Every statement is a literal constant with bound parameters. The import goes through a
+session-local temp table so a batch is sent with one COPY and merged with two set-based
+statements, whatever its size.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+ConflictPolicy = Literal["newer", "skip", "overwrite"]
+
+SQL_EXPORT_OWNERS = """
+SELECT DISTINCT owner FROM entries WHERE (%(owner)s::text IS NULL OR owner = %(owner)s)
+"""
+
+SQL_EXPORT_COUNT = """
+SELECT count(*) AS n FROM entries WHERE (%(owner)s::text IS NULL OR owner = %(owner)s)
+"""
+
+# One owner at a time in (created_at, id) order: served by entries_owner_created, no sort.
+SQL_EXPORT_ROWS = """
+SELECT id, owner, kind, source, title, body, tags, metadata, language::text AS language,
+       content_hash, version, created_at, updated_at, deleted_at,
+       CASE WHEN %(with_vectors)s THEN embedding::text END AS embedding,
+       CASE WHEN %(with_vectors)s THEN embedding_model END AS embedding_model,
+       CASE WHEN %(with_vectors)s THEN embedding_dim END AS embedding_dim
+FROM entries
+WHERE owner = %(owner)s
+ORDER BY created_at, id
+"""
+
+SQL_CREATE_STAGE = """
+CREATE TEMP TABLE IF NOT EXISTS pgrecall_import (
+    owner           text        NOT NULL,
+    id              uuid        NOT NULL,
+    kind            text        NOT NULL,
+    source          text,
+    title           text,
+    body            text        NOT NULL,
+    tags            text[]      NOT NULL,
+    metadata        jsonb       NOT NULL,
+    language        regconfig   NOT NULL,
+    content_hash    text        NOT NULL,
+    version         integer,
+    created_at      timestamptz,
+    updated_at      timestamptz,
+    deleted_at      timestamptz,
+    embedding       vector,
+    embedding_model text,
+    embedding_dim   integer
+)
+"""
+
+STAGE_COLUMNS = (
+    "owner",
+    "id",
+    "kind",
+    "source",
+    "title",
+    "body",
+    "tags",
+    "metadata",
+    "language",
+    "content_hash",
+    "version",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+    "embedding",
+    "embedding_model",
+    "embedding_dim",
+)
+
+SQL_COPY_STAGE = f"COPY pgrecall_import ({', '.join(STAGE_COLUMNS)}) FROM STDIN"
+
+SQL_TRUNCATE_STAGE = "TRUNCATE pgrecall_import"
+
+# A staged row equals the stored one. NULL version/timestamps mean "not given in the file"
+# (a hand-written line, a memory.json entity) and so never make a row differ; a row without
+# a vector never differs from a stored one that has a vector.
+_SAME = """
+(
+    (e.kind, e.source, e.title, e.body, e.tags, e.metadata, e.language, e.content_hash, e.deleted_at)
+        IS NOT DISTINCT FROM
+    (s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language, s.content_hash, s.deleted_at)
+    AND (s.version IS NULL OR s.version = e.version)
+    AND (s.created_at IS NULL OR s.created_at = e.created_at)
+    AND (s.updated_at IS NULL OR s.updated_at = e.updated_at)
+    AND (s.embedding_model IS NULL OR (
+        s.embedding_model IS NOT DISTINCT FROM e.embedding_model
+        -- CASE, not AND: comparing vectors of different dimensions is an error, and AND may
+        -- evaluate its operands in any order.
+        AND CASE WHEN s.embedding_dim = e.embedding_dim THEN s.embedding = e.embedding ELSE false END))
+)
+"""
+
+# Whether the file's row replaces a different stored one. 'newer': a higher version wins,
+# then a later updated_at; a line without a version is a fresh edit and wins.
+_WINS = """
+(
+    %(policy)s = 'overwrite'
+    OR (%(policy)s = 'newer' AND (
+        s.version IS NULL
+        OR (s.version, coalesce(s.updated_at, '-infinity'::timestamptz)) > (e.version, e.updated_at)))
+)
+"""
+
+SQL_STAGE_STATS = f"""
+SELECT count(e.id) AS matched, count(e.id) FILTER (WHERE {_SAME}) AS same
+FROM pgrecall_import AS s
+LEFT JOIN entries AS e ON e.owner = s.owner AND e.id = s.id
+"""
+
+# The stored vector survives only when the embedded text (title + body) is unchanged.
+SQL_STAGE_UPDATE = f"""
+UPDATE entries AS e SET
+    kind = s.kind,
+    source = s.source,
+    title = s.title,
+    body = s.body,
+    tags = s.tags,
+    metadata = s.metadata,
+    language = s.language,
+    content_hash = s.content_hash,
+    version = coalesce(s.version, e.version + 1),
+    created_at = coalesce(s.created_at, e.created_at),
+    updated_at = coalesce(s.updated_at, clock_timestamp()),
+    deleted_at = s.deleted_at,
+    embedding = CASE
+        WHEN s.embedding_model IS NOT NULL THEN s.embedding
+        WHEN s.content_hash = e.content_hash AND s.title IS NOT DISTINCT FROM e.title THEN e.embedding
+    END,
+    embedding_model = CASE
+        WHEN s.embedding_model IS NOT NULL THEN s.embedding_model
+        WHEN s.content_hash = e.content_hash AND s.title IS NOT DISTINCT FROM e.title THEN e.embedding_model
+    END,
+    embedding_dim = CASE
+        WHEN s.embedding_model IS NOT NULL THEN s.embedding_dim
+        WHEN s.content_hash = e.content_hash AND s.title IS NOT DISTINCT FROM e.title THEN e.embedding_dim
+    END
+FROM pgrecall_import AS s
+WHERE e.owner = s.owner AND e.id = s.id AND NOT {_SAME} AND {_WINS}
+"""
+
+# statement_timestamp(): rows of one batch without timestamps share one creation time.
+SQL_STAGE_INSERT = """
+INSERT INTO entries (owner, id, kind, source, title, body, tags, metadata, language, content_hash,
+                     version, created_at, updated_at, deleted_at, embedding, embedding_model, embedding_dim)
+SELECT s.owner, s.id, s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language, s.content_hash,
+       coalesce(s.version, 1),
+       coalesce(s.created_at, statement_timestamp()),
+       coalesce(s.updated_at, s.created_at, statement_timestamp()),
+       s.deleted_at, s.embedding, s.embedding_model, s.embedding_dim
+FROM pgrecall_import AS s
+WHERE NOT EXISTS (SELECT 1 FROM entries AS e WHERE e.owner = s.owner AND e.id = s.id)
+ON CONFLICT (owner, id) DO NOTHING
+"""
+
+SQL_SET_TIMEOUT = "SELECT set_config('statement_timeout', %s, false)"
+
+
+@dataclass(frozen=True)
+class StagedRow:
+    """One validated entry ready for COPY; None in version/timestamps means 'not in the file'."""
+
+    owner: str
+    id: uuid.UUID
+    kind: str
+    source: str | None
+    title: str | None
+    body: str
+    tags: Sequence[str]
+    metadata: dict[str, Any]
+    language: str
+    content_hash: str
+    version: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    deleted_at: datetime | None = None
+    embedding: str | None = None  # pgvector text form '[0.1,…]'
+    embedding_model: str | None = None
+    embedding_dim: int | None = None
+
+
+@dataclass(frozen=True)
+class MergeCounts:
+    """What one merged batch did."""
+
+    inserted: int
+    updated: int
+    unchanged: int
+    kept: int
+
+
+class TransferStore:
+    """Export reads and staged import writes on one dedicated connection (the caller owns transactions)."""
+
+    def __init__(self, conn: psycopg.Connection[dict[str, Any]], statement_timeout_ms: int) -> None:
+        self.conn = conn
+        conn.execute(SQL_SET_TIMEOUT, (str(statement_timeout_ms),))
+
+    # -- export ---------------------------------------------------------------------
+    def export_owners(self, owner: str | None) -> list[str]:
+        """Owners to export, in code point order (the same order on every server, whatever its collation)."""
+        rows = self.conn.execute(SQL_EXPORT_OWNERS, {"owner": owner}).fetchall()
+        return sorted(r["owner"] for r in rows)
+
+    def export_count(self, owner: str | None) -> int:
+        """How many rows an export will write."""
+        row = self.conn.execute(SQL_EXPORT_COUNT, {"owner": owner}).fetchone()
+        return int(row["n"]) if row else 0
+
+    def export_rows(self, owner: str, *, with_vectors: bool, fetch: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every row of `owner` by (created_at, id), streamed through a server-side cursor."""
+        with self.conn.cursor(name="pgrecall_export") as cur:
+            cur.itersize = fetch
+            cur.execute(SQL_EXPORT_ROWS, {"owner": owner, "with_vectors": with_vectors})
+            yield from cur
+
+    # -- import ---------------------------------------------------------------------
+    def prepare_stage(self) -> None:
+        """Create the session's staging table (idempotent)."""
+        self.conn.execute(SQL_CREATE_STAGE)
+
+    def stage(self, rows: Sequence[StagedRow]) -> None:
+        """Send a batch to the staging table with one COPY."""
+        with self.conn.cursor() as cur, cur.copy(SQL_COPY_STAGE) as copy:
+            for r in rows:
+                copy.write_row(
+                    (
+                        r.owner,
+                        r.id,
+                        r.kind,
+                        r.source,
+                        r.title,
+                        r.body,
+                        list(r.tags),
+                        Jsonb(r.metadata),
+                        r.language,
+                        r.content_hash,
+                        r.version,
+                        r.created_at,
+                        r.updated_at,
+                        r.deleted_at,
+                        r.embedding,
+                        r.embedding_model,
+                        r.embedding_dim,
+                    )
+                )
+
+    def merge(self, policy: ConflictPolicy) -> MergeCounts:
+        """Merge the staged batch into entries under `policy`, then empty the staging table."""
+        stats = self.conn.execute(SQL_STAGE_STATS).fetchone()
+        assert stats is not None
+        matched, same = int(stats["matched"]), int(stats["same"])
+        updated = 0
+        if policy != "skip":
+            updated = self.conn.execute(SQL_STAGE_UPDATE, {"policy": policy}).rowcount
+        inserted = self.conn.execute(SQL_STAGE_INSERT).rowcount
+        self.conn.execute(SQL_TRUNCATE_STAGE)
+        return MergeCounts(inserted=inserted, updated=updated, unchanged=same, kept=matched - same - updated)

@@ -1,0 +1,97 @@
+"""Export entries as JSON lines: one entry per line, every field, byte-stable across stores.
+
+Byte stability (export → import into an empty store → export gives the same bytes) rests on:
+owners in code point order, then (created_at, id) per owner; keys in a fixed order and
+metadata keys sorted; timestamps in UTC with microseconds (PostgreSQL's precision);
+`language` as the regconfig name, which is lossless ('simple' has no ISO code, and two
+codes map to 'norwegian'); vectors as the numbers pgvector prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+import psycopg
+
+from pgrecall.store.transfer import TransferStore
+
+
+def utc_text(value: datetime | None) -> str | None:
+    """A timestamp as ISO 8601 in UTC with microseconds ('2026-01-02T03:04:05.000006+00:00')."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def sorted_json(value: Any) -> Any:
+    """The same JSON value with every object's keys sorted (jsonb's own key order is by length)."""
+    if isinstance(value, dict):
+        return {key: sorted_json(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_json(item) for item in value]
+    return value
+
+
+def dump_line(data: dict[str, Any]) -> str:
+    """Compact JSON, non-ASCII kept as is (the file is UTF-8), no NaN."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def entry_record(row: dict[str, Any], *, with_vectors: bool) -> dict[str, Any]:
+    """The export form of one stored row (as read by TransferStore.export_rows)."""
+    record: dict[str, Any] = {
+        "id": str(row["id"]),
+        "owner": row["owner"],
+        "kind": row["kind"],
+        "source": row["source"],
+        "title": row["title"],
+        "text": row["body"],
+        "tags": list(row["tags"]),
+        "metadata": sorted_json(row["metadata"]),
+        "language": row["language"],
+        "content_hash": row["content_hash"],
+        "version": row["version"],
+        "created_at": utc_text(row["created_at"]),
+        "updated_at": utc_text(row["updated_at"]),
+        "deleted_at": utc_text(row["deleted_at"]),
+    }
+    if with_vectors:
+        record["embedding_model"] = row["embedding_model"]
+        record["embedding_dim"] = row["embedding_dim"]
+        # pgvector prints the shortest decimal of each float4; parsed and re-dumped it stays the same.
+        record["embedding"] = json.loads(row["embedding"]) if row["embedding"] is not None else None
+    return record
+
+
+def export_jsonl(
+    conn: psycopg.Connection[dict[str, Any]],
+    out: TextIO,
+    *,
+    owner: str | None = None,
+    with_vectors: bool = False,
+    statement_timeout_ms: int = 30_000,
+    on_total: Callable[[int], object] | None = None,
+    on_row: Callable[[], object] | None = None,
+) -> int:
+    """Write every entry (of `owner`, or of all owners) to `out`; returns how many lines were written.
+
+    Runs in one REPEATABLE READ, read-only transaction, so the file is one consistent
+    snapshot even while other processes write.
+    """
+    conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+    conn.read_only = True
+    store = TransferStore(conn, statement_timeout_ms)
+    if on_total is not None:
+        on_total(store.export_count(owner))
+    written = 0
+    for each_owner in store.export_owners(owner):
+        for row in store.export_rows(each_owner, with_vectors=with_vectors):
+            out.write(dump_line(entry_record(row, with_vectors=with_vectors)) + "\n")
+            written += 1
+            if on_row is not None:
+                on_row()
+    conn.commit()
+    return written
