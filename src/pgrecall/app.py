@@ -12,7 +12,7 @@ from psycopg_pool import ConnectionPool
 from pgrecall import schema
 from pgrecall.config import Settings
 from pgrecall.db import Database
-from pgrecall.embeddings import create_embedder
+from pgrecall.embeddings import CachedQueryEmbedder, create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.language import LanguageCatalog, LanguageDetector
 from pgrecall.service import EntryService

