@@ -1,0 +1,182 @@
+"""Export → import into an empty store → export again gives the same bytes; re-import changes nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from pydantic import SecretStr
+from typer.testing import CliRunner
+
+import pgrecall.cli_transfer  # noqa: F401 - registers export/import/redetect-language
+from pgrecall.app import App
+from pgrecall.cli import app as cli_app
+from pgrecall.config import Settings
+from pgrecall.embedded import EmbeddedServer
+from pgrecall.transfer.export import export_jsonl
+from pgrecall.transfer.importer import ImportOptions, ImportReport, RecordValidator, import_jsonl
+
+MODEL = "test-model-384"
+
+
+@pytest.fixture
+def other_db_url(pg_server: EmbeddedServer) -> Iterator[str]:
+    """A second fresh database at head: the empty store an export is imported into."""
+    name = f"t_other_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server.url("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE pgrecall_template").format(sql.Identifier(name)))
+    yield pg_server.url(name)
+    with psycopg.connect(pg_server.url("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def store_a(settings: Settings) -> Iterator[App]:
+    with App(settings, embedder=None) as opened:
+        yield opened
+
+
+@pytest.fixture
+def store_b(settings: Settings, other_db_url: str) -> Iterator[App]:
+    with App(settings.model_copy(update={"database_url": SecretStr(other_db_url)}), embedder=None) as opened:
+        yield opened
+
+
+def _vector(seed: int) -> list[float]:
+    return [((i * 7919 + seed * 104729) % 1000) / 1000.0 - 0.5 for i in range(384)]
+
+
+def populate(app: App) -> dict[str, Any]:
+    """Several owners, unicode, metadata, tags, an edited entry, a deleted one, some vectors."""
+    e = app.entries
+    german = e.add(
+        "alice",
+        text="Die Häuser am See sind im Winter still, und der Steg knarrt im Wind.",
+        title="Seehaus  am\tSee",
+        tags=["haus", "see", "Ünïcödé"],
+        source="notes/seehaus.md",
+        metadata={"z": 1, "a": {"nested": [1, 2.5, "x", None, True]}, "ä": "ü"},
+    ).entry
+    emoji = e.add("bob", text="Emoji 🎉 and CJK 漢字, with  double  spaces\nand a newline.", kind="fact").entry
+    edited = e.add("alice", text="Her retirement plan needs a review before next spring.", language="en").entry
+    e.update("alice", edited.id, text="Her retirement plan needs a review before next summer.", tags=["plan"])
+    deleted = e.add("default", text="An entry that was deleted but must survive the round trip.").entry
+    e.delete("default", deleted.id)
+    zoe = e.add("Zoë", text="Owner names sort by code point: 'Z' comes before 'a'.", language="simple").entry
+    for owner, entry, seed in (("alice", german, 1), ("bob", emoji, 2), ("Zoë", zoe, 3)):
+        assert app.store.set_embedding(owner, entry.id, entry.content_hash, _vector(seed), MODEL)
+    return {"german": german, "edited": edited, "deleted": deleted}
+
+
+def export_text(app: App, **kwargs: Any) -> str:
+    out = io.StringIO()
+    with app.db.connect() as conn:
+        export_jsonl(conn, out, **kwargs)
+    return out.getvalue()
+
+
+def import_text(app: App, text: str, tmp_path: Path, **options: Any) -> ImportReport:
+    path = tmp_path / f"import-{uuid.uuid4().hex[:8]}.jsonl"
+    path.write_text(text, encoding="utf-8")
+    validator = RecordValidator(
+        app.catalog, app.detector, max_text_chars=app.settings.max_text_chars, default_owner=app.settings.owner
+    )
+    with app.db.connect() as conn:
+        return import_jsonl(conn, path, validator, ImportOptions(**options))
+
+
+@pytest.mark.parametrize("with_vectors", [False, True])
+def test_round_trip_is_byte_identical(store_a: App, store_b: App, tmp_path: Path, with_vectors: bool) -> None:
+    made = populate(store_a)
+    first = export_text(store_a, with_vectors=with_vectors)
+    report = import_text(store_b, first, tmp_path)
+    assert (report.inserted, report.updated, report.errors) == (5, 0, [])
+    second = export_text(store_b, with_vectors=with_vectors)
+    assert second.encode() == first.encode()
+
+    lines = [json.loads(line) for line in first.splitlines()]
+    assert [line["owner"] for line in lines] == ["Zoë", "alice", "alice", "bob", "default"]
+    by_id = {line["id"]: line for line in lines}
+    deleted = by_id[str(made["deleted"].id)]
+    assert deleted["deleted_at"] is not None and deleted["deleted_at"].endswith("+00:00")
+    edited = by_id[str(made["edited"].id)]
+    assert (edited["version"], edited["tags"], edited["language"]) == (2, ["plan"], "english")
+    german = by_id[str(made["german"].id)]
+    assert german["language"] == "german" and german["title"] == "Seehaus am See"
+    assert list(german["metadata"]) == ["a", "z", "ä"]
+    if with_vectors:
+        assert german["embedding_model"] == MODEL and german["embedding_dim"] == 384
+        assert len(german["embedding"]) == 384
+        assert edited["embedding"] is None and edited["embedding_model"] is None
+        b = store_b.entries.get("alice", made["german"].id)
+        assert (b.embedding_model, b.embedding_dim) == (MODEL, 384)
+    else:
+        assert "embedding" not in german
+        assert store_b.entries.get("alice", made["german"].id).embedding_model is None
+    # The stored rows match field by field, not only their exports.
+    for owner, key in (("alice", "german"), ("default", "deleted")):
+        a = store_a.entries.get(owner, made[key].id, include_deleted=True)
+        b = store_b.entries.get(owner, made[key].id, include_deleted=True)
+        assert (a.body, a.content_hash, a.version, a.created_at, a.updated_at, a.deleted_at) == (
+            b.body,
+            b.content_hash,
+            b.version,
+            b.created_at,
+            b.updated_at,
+            b.deleted_at,
+        )
+
+
+def test_reimport_is_idempotent(store_a: App, store_b: App, tmp_path: Path) -> None:
+    populate(store_a)
+    text = export_text(store_a, with_vectors=True)
+    import_text(store_b, text, tmp_path)
+    before = export_text(store_b, with_vectors=True)
+    again = import_text(store_b, text, tmp_path)
+    assert (again.inserted, again.updated, again.unchanged, again.kept) == (0, 0, 5, 0)
+    # Into the source store itself, too: every line is already there.
+    same = import_text(store_a, text, tmp_path)
+    assert (same.inserted, same.updated, same.unchanged) == (0, 0, 5)
+    assert export_text(store_b, with_vectors=True) == before
+
+
+def test_owner_restricts_export_and_import(store_a: App, store_b: App, tmp_path: Path) -> None:
+    populate(store_a)
+    alice = export_text(store_a, owner="alice")
+    assert {json.loads(line)["owner"] for line in alice.splitlines()} == {"alice"}
+    everything = export_text(store_a)
+    report = import_text(store_b, everything, tmp_path, owner="bob")
+    assert (report.inserted, report.other_owner) == (1, 4)
+    assert export_text(store_b) == export_text(store_a, owner="bob")
+
+
+def _cli(url: str, tmp_path: Path, *args: str) -> Any:
+    env = {"PGRECALL_DATABASE_URL": url, "PGRECALL_HOME": str(tmp_path / "unused-home")}
+    return CliRunner().invoke(cli_app, list(args), env=env)
+
+
+def test_cli_export_import_export(store_a: App, other_db_url: str, settings: Settings, tmp_path: Path) -> None:
+    populate(store_a)
+    assert settings.database_url is not None
+    url_a = settings.database_url.get_secret_value()
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    out = _cli(url_a, tmp_path, "export", str(first), "--with-vectors")
+    assert out.exit_code == 0, out.output
+    assert "exported 5 entries" in out.stdout
+    imported = _cli(other_db_url, tmp_path, "import", str(first))
+    assert imported.exit_code == 0, imported.output
+    assert "5 inserted, 0 updated, 0 unchanged" in imported.stdout
+    assert _cli(other_db_url, tmp_path, "export", str(second), "--with-vectors").exit_code == 0
+    assert second.read_bytes() == first.read_bytes()
+    again = _cli(other_db_url, tmp_path, "import", str(first))
+    assert again.exit_code == 0 and "0 inserted, 0 updated, 5 unchanged" in again.stdout
+    # No temp file is left next to the export.
+    assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == ["a.jsonl", "b.jsonl"]
