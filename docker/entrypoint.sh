@@ -5,6 +5,8 @@
 #   PGRECALL_DATABASE_URL      external PostgreSQL; unset = the embedded one in PGRECALL_HOME
 #   PGRECALL_WAIT_TIMEOUT      seconds to wait for an external database (default 60)
 #   PGRECALL_MIGRATE_ON_START  true: run `pgrecall migrate upgrade head` first (default false)
+#   PGRECALL_AUTH_TOKEN        a bearer token to accept for PGRECALL_OWNER (registered once, by
+#                              its hash; a token revoked with `pgrecall token revoke` stays revoked)
 #   PGRECALL_PYTHON            interpreter with pgrecall installed (default python3)
 set -eu
 
@@ -45,11 +47,56 @@ case "$(echo "${PGRECALL_MIGRATE_ON_START:-false}" | tr '[:upper:]' '[:lower:]')
         ;;
 esac
 
+# `serve` on a non-loopback address refuses to start without a token. A deployment passes its
+# token in the environment; only its SHA-256 is stored, as `pgrecall token create` does.
+register_token() {
+    [ -n "${PGRECALL_AUTH_TOKEN:-}" ] || return 0
+    "$PYTHON" - <<'PY'
+import os
+import sys
+
+import psycopg
+
+from pgrecall.app import App
+from pgrecall.auth import token_hash
+from pgrecall.config import Settings
+from pgrecall.errors import PgrecallError
+from pgrecall.store.tokens import TokenStore
+
+token = os.environ["PGRECALL_AUTH_TOKEN"]
+if len(token) < 32:
+    sys.exit("pgrecall-entrypoint: PGRECALL_AUTH_TOKEN must be at least 32 characters; generate one with: "
+             "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
+try:
+    settings = Settings()
+    with App(settings, embedder=None) as app:
+        assert app.pool is not None
+        tokens = TokenStore(app.pool)
+        digest = token_hash(token)
+        if tokens.owner_of(digest) is None:
+            try:
+                tokens.create(settings.owner, "PGRECALL_AUTH_TOKEN", digest)
+                print(f"pgrecall-entrypoint: token registered for owner {settings.owner!r}", file=sys.stderr)
+            except psycopg.errors.UniqueViolation:
+                print("pgrecall-entrypoint: PGRECALL_AUTH_TOKEN was revoked; not registering it again",
+                      file=sys.stderr)
+except PgrecallError as exc:
+    sys.exit(f"pgrecall-entrypoint: cannot register PGRECALL_AUTH_TOKEN: {exc}")
+PY
+}
+
 # Options alone (`docker run IMAGE --port 9000`) are options of the default command.
 if [ "$#" -eq 0 ]; then
     set -- pgrecall serve --transport http --host 0.0.0.0 --port 8765
 elif [ "${1#-}" != "$1" ]; then
     set -- pgrecall serve "$@"
 fi
+
+# Only the server needs the token (and `migrate` may run before the tokens table exists).
+if [ "$1" = "pgrecall" ] && [ "${2:-}" = "serve" ]; then
+    register_token
+fi
+# The server reads tokens from the database; keep the secret out of its environment.
+unset PGRECALL_AUTH_TOKEN
 
 exec "$@"

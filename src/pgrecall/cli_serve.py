@@ -13,10 +13,12 @@ import anyio
 import typer
 
 from pgrecall.app import App
+from pgrecall.auth import is_loopback
 from pgrecall.cli import _fail, _settings, app
 from pgrecall.errors import PgrecallError
 from pgrecall.observability import configure_logging
 from pgrecall.runtime import Runtime
+from pgrecall.store.tokens import TokenStore
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +70,23 @@ def serve(
         _fail(str(exc))
     runtime = Runtime(opened)
     try:
-        server = create_server(runtime)
+        auth_base_url = None
+        if transport is Transport.http and (settings.auth_required or not is_loopback(host)):
+            if TokenStore(runtime.pool).active_count() == 0:
+                _fail(
+                    f"authentication is required (PGRECALL_AUTH_REQUIRED or non-loopback --host {host}) "
+                    "but no token exists; create one with: pgrecall token create --owner NAME"
+                )
+            shown = f"[{host}]" if ":" in host else host
+            auth_base_url = f"http://{shown}:{port}"
+        server = create_server(runtime, auth_base_url=auth_base_url)
         configure_logging(log_level)  # the SDK installs its own (rich) handler; ours writes JSON
         threading.Thread(target=_warm_up, args=(runtime,), name="pgrecall-warm-up", daemon=True).start()
         runtime.reembed.start()
-        log.info("serving", extra={"fields": {"transport": transport.value, "owner": settings.owner}})
+        log.info(
+            "serving",
+            extra={"fields": {"transport": transport.value, "auth": auth_base_url is not None}},
+        )
         if transport is Transport.stdio:
             anyio.run(server.run_stdio_async)
         else:

@@ -54,6 +54,11 @@ class Settings(BaseSettings):
         max_length=200,
         description="Owner of the entries this process reads and writes (single-user default: 'default').",
     )
+    auth_required: bool = Field(
+        default=False,
+        description="Require a bearer token (pgrecall token create) on the HTTP transport. Always on when "
+        "the server binds a non-loopback address.",
+    )
     pool_min_size: int = Field(default=1, ge=0, le=100, description="Minimum open connections in the pool.")
     pool_max_size: int = Field(default=8, ge=1, le=200, description="Maximum open connections in the pool.")
     statement_timeout_ms: int = Field(

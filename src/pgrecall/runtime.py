@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
 
 from pgrecall.app import App
 from pgrecall.embeddings.base import EmbeddingError
@@ -103,6 +107,12 @@ class Runtime:
         self.app = app
         self.metrics = Metrics()
         self.reembed = ReembedWorker(app, self.metrics, interval_s=reembed_interval_s)
+
+    @property
+    def pool(self) -> ConnectionPool[psycopg.Connection[dict[str, Any]]]:
+        """The open connection pool."""
+        assert self.app.pool is not None
+        return self.app.pool
 
     @property
     def active_model(self) -> str | None:

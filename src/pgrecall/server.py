@@ -8,14 +8,17 @@ from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import AnyHttpUrl, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from pgrecall import __version__
+from pgrecall.auth import SCOPE, DatabaseTokenVerifier
 from pgrecall.errors import DatabaseUnavailableError, InvalidInputError, NotFoundError, PgrecallError
 from pgrecall.models import (
     AddEntryResult,
@@ -33,6 +36,7 @@ from pgrecall.runtime import Runtime
 from pgrecall.server_search import register_search_tools
 from pgrecall.service import MAX_LIST_LIMIT, Written
 from pgrecall.store.entries import ListFilters
+from pgrecall.store.tokens import TokenStore
 
 T = TypeVar("T")
 
@@ -77,14 +81,36 @@ def _language(written: Written) -> LanguageOut:
     )
 
 
-def create_server(runtime: Runtime) -> MCPServer:
-    """An MCP server exposing pgrecall's tools over an already opened Runtime."""
+def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPServer:
+    """An MCP server exposing pgrecall's tools over an already opened Runtime.
+
+    With `auth_base_url` (the server's public http(s)://host:port), every HTTP request needs a
+    bearer token from `pgrecall token create`, and each call acts as the token's owner.
+    """
+    auth_kwargs: dict[str, Any] = {}
+    if auth_base_url is not None:
+        auth_kwargs = {
+            "token_verifier": DatabaseTokenVerifier(TokenStore(runtime.pool)),
+            "auth": AuthSettings(
+                issuer_url=AnyHttpUrl(auth_base_url),
+                resource_server_url=AnyHttpUrl(f"{auth_base_url}/mcp"),
+                required_scopes=[SCOPE],
+            ),
+        }
     server = MCPServer(
-        "pgrecall", instructions=INSTRUCTIONS, version=__version__, warn_on_duplicate_tools=True
+        "pgrecall",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        warn_on_duplicate_tools=True,
+        **auth_kwargs,
     )
     app = runtime.app
-    owner = app.settings.owner
     max_text = app.settings.max_text_chars
+    default_owner = app.settings.owner
+
+    def current_owner() -> str:
+        token = get_access_token()
+        return token.subject if token is not None and token.subject else default_owner
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
     async def add_entry(
@@ -123,7 +149,7 @@ def create_server(runtime: Runtime) -> MCPServer:
         with observe(runtime.metrics, "add_entry") as call:
             written = await _run(
                 app.entries.add,
-                owner,
+                current_owner(),
                 text=text,
                 title=title,
                 tags=tags,
@@ -187,7 +213,7 @@ def create_server(runtime: Runtime) -> MCPServer:
                 extra["source"] = source
             written = await _run(
                 app.entries.update,
-                owner,
+                current_owner(),
                 id,
                 text=text,
                 tags=tags,
@@ -209,7 +235,7 @@ def create_server(runtime: Runtime) -> MCPServer:
     ) -> DeleteResult:
         """Soft-delete an entry: it disappears from search and lists; restore_entry brings it back."""
         with observe(runtime.metrics, "delete_entry"):
-            entry = await _run(app.entries.delete, owner, id)
+            entry = await _run(app.entries.delete, current_owner(), id)
             assert entry.deleted_at is not None
             return DeleteResult(id=str(entry.id), deleted_at=entry.deleted_at)
 
@@ -219,7 +245,7 @@ def create_server(runtime: Runtime) -> MCPServer:
     ) -> WriteResult:
         """Undo delete_entry: the entry is searchable and listed again, unchanged."""
         with observe(runtime.metrics, "restore_entry"):
-            entry = await _run(app.entries.restore, owner, id)
+            entry = await _run(app.entries.restore, current_owner(), id)
             written = app.entries.as_kept(entry)
             return WriteResult(entry=EntryOut.full(entry, runtime.active_model), language=_language(written))
 
@@ -229,7 +255,7 @@ def create_server(runtime: Runtime) -> MCPServer:
     ) -> EntryOut:
         """Fetch one entry with its full text and metadata (search returns only snippets)."""
         with observe(runtime.metrics, "get_entry"):
-            entry = await _run(app.entries.get, owner, id)
+            entry = await _run(app.entries.get, current_owner(), id)
             return EntryOut.full(entry, runtime.active_model)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
@@ -265,7 +291,7 @@ def create_server(runtime: Runtime) -> MCPServer:
                 created_before=created_before,
                 include_deleted=include_deleted,
             )
-            page = await _run(app.entries.list, owner, filters, limit=limit, cursor=cursor)
+            page = await _run(app.entries.list, current_owner(), filters, limit=limit, cursor=cursor)
             call.fields["count"] = len(page.entries)
             return ListResult(
                 entries=[EntrySummary.of(e, runtime.active_model) for e in page.entries],
@@ -276,11 +302,11 @@ def create_server(runtime: Runtime) -> MCPServer:
     async def stats() -> StatsResult:
         """Counts of entries by language and kind, pending vectors, embedding model, schema revision."""
         with observe(runtime.metrics, "stats"):
-            data = await _run(app.stats, owner)
+            data = await _run(app.stats, current_owner())
             runtime.metrics.pending_vectors.set(data["pending_vectors"])
             return StatsResult(**data)
 
-    register_search_tools(server, runtime)
+    register_search_tools(server, runtime, current_owner)
 
     @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
     async def healthz(request: Request) -> Response:

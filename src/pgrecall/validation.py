@@ -138,3 +138,13 @@ def check_idempotency_key(value: str | None) -> str | None:
     if not key or len(key) > 200:
         raise InvalidInputError("idempotency_key", "must be 1-200 characters")
     return key
+
+
+_OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,199}$")
+
+
+def check_owner(value: str) -> str:
+    """An owner name: 1-200 characters of letters, digits and _ . @ : -."""
+    if not _OWNER.match(value):
+        raise InvalidInputError("owner", "must be 1-200 letters, digits, '_', '.', '@', ':' or '-'")
+    return value

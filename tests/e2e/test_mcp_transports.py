@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -106,13 +107,14 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(settings: Settings, tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def running_http_server(env: dict[str, str], log_path: Path, *extra: str) -> Iterator[str]:
+    """Start `pgrecall serve --transport http` on a free port; yield its base URL once healthy."""
     port = _free_port()
-    log = (tmp_path / "server.log").open("w")
+    log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pgrecall", "serve", "--transport", "http", "--port", str(port)],
-        env=_env(settings),
+        [sys.executable, "-m", "pgrecall", "serve", "--transport", "http", "--port", str(port), *extra],
+        env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -126,7 +128,7 @@ def http_server(settings: Settings, tmp_path: Path) -> Iterator[str]:
                         break
             except OSError:
                 pass
-            assert proc.poll() is None, (tmp_path / "server.log").read_text()
+            assert proc.poll() is None, log_path.read_text()
             assert time.monotonic() < deadline, "server did not become healthy"
             time.sleep(0.2)
         yield base
@@ -134,7 +136,13 @@ def http_server(settings: Settings, tmp_path: Path) -> Iterator[str]:
         proc.terminate()
         proc.wait(30)
         log.close()
-    assert proc.returncode == 0, (tmp_path / "server.log").read_text()
+    assert proc.returncode == 0, log_path.read_text()
+
+
+@pytest.fixture
+def http_server(settings: Settings, tmp_path: Path) -> Iterator[str]:
+    with running_http_server(_env(settings), tmp_path / "server.log") as base:
+        yield base
 
 
 async def test_streamable_http_and_metrics(http_server: str) -> None:

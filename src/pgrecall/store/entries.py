@@ -320,6 +320,12 @@ class EntryStore:
             raise NotFoundError(f"id: no entry {entry_id}" + ("" if row is None else " (it is deleted)"))
         return _entry(row)
 
+    def find(self, owner: str, entry_id: uuid.UUID) -> Entry | None:
+        """The entry, deleted or not, or None."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_GET, {"owner": owner, "id": entry_id}).fetchone()
+        return _entry(row) if row is not None else None
+
     def update(
         self, owner: str, entry_id: uuid.UUID, changes: EntryChanges, *, expected_version: int | None = None
     ) -> Entry:

