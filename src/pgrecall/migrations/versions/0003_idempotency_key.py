@@ -1,7 +1,7 @@
 """idempotency keys for add_entry
 
 Revision ID: 0003_idempotency_key
-Revises: 0001_entries
+Revises: 0002_lexical_stats
 Create Date: 2026-11-22
 
 A unique partial index on (owner, idempotency_key): two servers writing the same key
@@ -11,7 +11,7 @@ at once end with one row; the loser's INSERT … ON CONFLICT DO NOTHING reads th
 from alembic import op
 
 revision = "0003_idempotency_key"
-down_revision = "0001_entries"
+down_revision = "0002_lexical_stats"
 branch_labels = None
 depends_on = None
 
