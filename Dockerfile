@@ -1,12 +1,13 @@
 # pgrecall server image: `pgrecall serve` over streamable HTTP on port 8765 (/mcp, /healthz).
 #
 #   docker build -t pgrecall .
-#   docker run --init -p 127.0.0.1:8765:8765 \
-#       -e PGRECALL_DATABASE_URL=postgresql://user:pass@host/db -e PGRECALL_AUTH_TOKEN=... pgrecall
-#   # or embedded PostgreSQL, data on a volume:
-#   docker run --init -p 127.0.0.1:8765:8765 -v pgrecall-data:/var/lib/pgrecall pgrecall
+#   docker run --init -p 127.0.0.1:8765:8765 -e PGRECALL_AUTH_TOKEN -e PGRECALL_DATABASE_URL pgrecall
+#   # or the embedded PostgreSQL, its data on a volume:
+#   docker run --init -p 127.0.0.1:8765:8765 -e PGRECALL_AUTH_TOKEN -v pgrecall-data:/var/lib/pgrecall pgrecall
 #
-# No secret is baked in: the database URL and the token come from the environment at run time.
+# Binding 0.0.0.0 makes `serve` require a bearer token: the entrypoint registers PGRECALL_AUTH_TOKEN
+# ('pgr_' + 32 or more characters) for PGRECALL_OWNER. No secret is baked in: the database URL and
+# the token come from the environment at run time. --init reaps the embedded PostgreSQL's processes.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 

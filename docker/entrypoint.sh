@@ -51,45 +51,16 @@ esac
 # token in the environment; only its SHA-256 is stored, as `pgrecall token create` does.
 register_token() {
     [ -n "${PGRECALL_AUTH_TOKEN:-}" ] || return 0
-    "$PYTHON" - <<'PY'
-import os
-import sys
-
-import psycopg
-
-from pgrecall.app import App
-from pgrecall.auth import token_hash
-from pgrecall.config import Settings
-from pgrecall.errors import PgrecallError
-from pgrecall.store.tokens import TokenStore
-
-token = os.environ["PGRECALL_AUTH_TOKEN"]
-if len(token) < 32:
-    sys.exit("pgrecall-entrypoint: PGRECALL_AUTH_TOKEN must be at least 32 characters; generate one with: "
-             "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
-try:
-    settings = Settings()
-    with App(settings, embedder=None) as app:
-        assert app.pool is not None
-        tokens = TokenStore(app.pool)
-        digest = token_hash(token)
-        if tokens.owner_of(digest) is None:
-            try:
-                tokens.create(settings.owner, "PGRECALL_AUTH_TOKEN", digest)
-                print(f"pgrecall-entrypoint: token registered for owner {settings.owner!r}", file=sys.stderr)
-            except psycopg.errors.UniqueViolation:
-                print("pgrecall-entrypoint: PGRECALL_AUTH_TOKEN was revoked; not registering it again",
-                      file=sys.stderr)
-except PgrecallError as exc:
-    sys.exit(f"pgrecall-entrypoint: cannot register PGRECALL_AUTH_TOKEN: {exc}")
-PY
+    # Idempotent: a token already registered (or revoked on purpose) is left as it is.
+    pgrecall token create --owner "${PGRECALL_OWNER:-default}" --name PGRECALL_AUTH_TOKEN \
+        --from-env PGRECALL_AUTH_TOKEN
 }
 
-# Options alone (`docker run IMAGE --port 9000`) are options of the default command.
-if [ "$#" -eq 0 ]; then
-    set -- pgrecall serve --transport http --host 0.0.0.0 --port 8765
-elif [ "${1#-}" != "$1" ]; then
-    set -- pgrecall serve "$@"
+# Options alone (`docker run IMAGE --port 9000`) amend the default command: given after its
+# defaults, they win (the last value of an option counts). Move the healthcheck with
+# PGRECALL_HEALTHCHECK_URL when changing the port.
+if [ "$#" -eq 0 ] || [ "${1#-}" != "$1" ]; then
+    set -- pgrecall serve --transport http --host 0.0.0.0 --port 8765 "$@"
 fi
 
 # Only the server needs the token (and `migrate` may run before the tokens table exists).

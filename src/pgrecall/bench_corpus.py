@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import random
 import re
@@ -73,7 +74,9 @@ def roff_to_text(source: str) -> list[tuple[str, str]]:
     """(section heading, paragraph text) pairs of a roff man page, markup crudely stripped."""
     # Crude on purpose: groff takes ~0.1 s a page, this takes ~1 ms, and the
     # benchmark needs words, not typography.
-    heading, para, out = "", [], []
+    heading = ""
+    para: list[str] = []
+    out: list[tuple[str, str]] = []
 
     def flush() -> None:
         text = " ".join(para).strip()
@@ -115,10 +118,10 @@ def _man_files() -> Iterator[tuple[Path, str | None]]:
 
 def man_chunks(min_words: int = 15, max_words: int = 120) -> Iterator[Doc]:
     """Distinct man page paragraphs merged into chunks of min..max words, titled 'page: heading'."""
-    seen: set[int] = set()
+    seen: set[bytes] = set()
     for doc in _raw_man_chunks(min_words, max_words):
         # Boilerplate sections repeat verbatim across generated pages; keep the first copy.
-        digest = hash(doc.body)
+        digest = hashlib.blake2b(doc.body.encode(), digest_size=16).digest()
         if digest not in seen:
             seen.add(digest)
             yield doc
@@ -153,21 +156,21 @@ def _raw_man_chunks(min_words: int, max_words: int) -> Iterator[Doc]:
 
 
 def benchmark_docs(n: int, seed: int = 7) -> list[Doc]:
-    """n distinct texts in a seeded order: the BEIR collections first, then man page chunks.
+    """n distinct texts: every Cranfield and CISI document, then man page chunks in a seeded order.
 
-    Beyond the available texts, documents repeat with a numbered suffix so every body is distinct.
+    The BEIR documents come first so that every store holds both collections (their queries
+    then measure quality among distractors). Beyond the available texts, documents repeat
+    with a numbered suffix so that every body stays distinct.
     """
-    pool = read_beir("cranfield") + read_beir("cisi")
-    for doc in man_chunks():
-        if len(pool) >= n:
-            break
-        pool.append(doc)
-    rng = random.Random(seed)
-    rng.shuffle(pool)
+    beir = read_beir("cranfield") + read_beir("cisi")
+    man = list(man_chunks()) if n > len(beir) else []
+    random.Random(seed).shuffle(man)  # noqa: S311 - reproducible sampling, not security
+    pool = beir + man
     out = pool[:n]
     i = 0
     while len(out) < n:
         base = pool[i % len(pool)]
-        out.append(Doc(f"{base.key}#{i}", base.title, f"{base.body} (copy {i // len(pool) + 1})", base.language))
+        copy = i // len(pool) + 1
+        out.append(Doc(f"{base.key}#{copy}", base.title, f"{base.body} (copy {copy})", base.language))
         i += 1
     return out

@@ -203,6 +203,6 @@ def migrate_check() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    from pgrecall import cli_entries, cli_ops, cli_serve, cli_tokens  # noqa: F401 - they register commands
+    from pgrecall import cli_entries, cli_ops, cli_serve, cli_tokens, cli_transfer  # noqa: F401 - register commands
 
     app()

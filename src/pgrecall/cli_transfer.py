@@ -83,6 +83,8 @@ def export(
     ] = False,
 ) -> None:
     """Write every entry (deleted ones too) as JSON lines, ordered by owner, created_at, id."""
+    if file != "-" and not Path(file).parent.is_dir():
+        _fail(f"{file}: directory {Path(file).parent} does not exist")
     with (
         open_app(with_embedder=False) as opened,
         _connection(opened) as conn,
@@ -104,9 +106,9 @@ def export(
     typer.echo(f"exported {written} entries to {file}", err=file == "-")
 
 
-def _summary(file: Path, report: ImportReport) -> str:
+def _summary(file: Path, report: ImportReport, noun: str) -> str:
     if report.rolled_back:
-        return f"{file}: {report.lines} lines, {len(report.errors)} bad: nothing imported (--atomic)"
+        return f"{file}: {report.lines} {noun}, {len(report.errors)} bad: nothing imported (--atomic)"
     parts = [
         f"{report.inserted} inserted",
         f"{report.updated} updated",
@@ -116,7 +118,7 @@ def _summary(file: Path, report: ImportReport) -> str:
     if report.other_owner:
         parts.append(f"{report.other_owner} of other owners skipped")
     parts.append(f"{len(report.errors)} bad")
-    return f"{file}: {report.lines} lines: " + ", ".join(parts)
+    return f"{file}: {report.lines} {noun}: " + ", ".join(parts)
 
 
 @app.command("import")
@@ -189,7 +191,8 @@ def import_(
         typer.echo(f"{file}:{error.line}: {error.message}", err=True)
     if len(report.errors) > MAX_PRINTED_ERRORS:
         typer.echo(f"{file}: … and {len(report.errors) - MAX_PRINTED_ERRORS} more bad lines", err=True)
-    typer.echo(_summary(file, report))
+    noun = "lines" if file_format is ImportFormat.jsonl else "entities and bad lines"
+    typer.echo(_summary(file, report, noun))
     if report.without_vectors and not reembed:
         typer.echo("entries imported without a vector are pending; fill them with: pgrecall reembed")
     if report.errors:

@@ -96,7 +96,7 @@ def _stop(proc: subprocess.Popen[bytes], log: Path) -> None:
 
 
 def test_embedded_migrate_token_serve_and_sigterm(home: Path, tmp_path: Path) -> None:
-    port, token, log = _free_port(), secrets.token_urlsafe(32), tmp_path / "server.log"
+    port, token, log = _free_port(), "pgr_" + secrets.token_urlsafe(32), tmp_path / "server.log"
     env = _env(
         PGRECALL_HOME=str(home),
         PGRECALL_MIGRATE_ON_START="true",
@@ -133,21 +133,24 @@ def test_embedded_migrate_token_serve_and_sigterm(home: Path, tmp_path: Path) ->
         _stop(proc, log)
     text = log.read_text()
     assert "migrating: pgrecall migrate upgrade head" in text
-    assert "token registered for owner 'default'" in text
+    assert "token from PGRECALL_AUTH_TOKEN registered as" in text and "for owner 'default'" in text
     assert not EmbeddedServer(home).running(), "the embedded PostgreSQL must stop with the server"
 
 
 def test_external_database_and_default_command_options(db_url: str, tmp_path: Path) -> None:
     port, log = _free_port(), tmp_path / "server.log"
-    # Options alone are options of the default `pgrecall serve`.
-    proc = _start(
-        ["--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
-        _env(PGRECALL_DATABASE_URL=db_url),
-        log,
-    )
+    # Options alone amend the default `pgrecall serve --transport http --host 0.0.0.0 --port 8765`:
+    # still HTTP, but on loopback and another port.
+    proc = _start(["--host", "127.0.0.1", "--port", str(port)], _env(PGRECALL_DATABASE_URL=db_url), log)
     try:
-        health = _wait_healthy(proc, port, log)
-        assert health
+        assert _wait_healthy(proc, port, log)["status"] == "ok"
+        # The image's HEALTHCHECK script, pointed at this port.
+        check = subprocess.run(
+            [sys.executable, str(ROOT / "docker" / "healthcheck.py")],
+            env={**os.environ, "PGRECALL_HEALTHCHECK_URL": f"http://127.0.0.1:{port}/healthz"},
+            timeout=30,
+        )
+        assert check.returncode == 0
     finally:
         _stop(proc, log)
     assert "migrating" not in log.read_text()
@@ -165,7 +168,8 @@ def test_waits_for_the_database_then_gives_up(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert "did not accept connections within 2s" in result.stderr
-    assert 2 <= time.monotonic() - started < 30
+    # The script counts whole seconds (date +%s), so "2 s" is more than 1 s of real time.
+    assert 1 <= time.monotonic() - started < 30
 
 
 def test_migrate_on_start_then_runs_the_given_command(empty_db_url: str) -> None:
@@ -187,3 +191,15 @@ def test_migrate_on_start_then_runs_the_given_command(empty_db_url: str) -> None
         timeout=60,
     )
     assert bad.returncode == 2 and "must be true or false" in bad.stderr
+
+
+def test_healthcheck_fails_when_nothing_answers() -> None:
+    url = f"http://127.0.0.1:{_free_port()}/healthz"
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "docker" / "healthcheck.py")],
+        env={**os.environ, "PGRECALL_HEALTHCHECK_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert check.returncode == 1 and f"unhealthy: {url}" in check.stderr

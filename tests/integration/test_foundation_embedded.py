@@ -66,8 +66,7 @@ def test_killed_holder_does_not_break_the_next_start(home: Path) -> None:
             textwrap.dedent(
                 f"""
                 import sys, time
-                from collections.abc import Iterator
-from pathlib import Path
+                from pathlib import Path
                 from pgrecall.embedded import EmbeddedServer
                 EmbeddedServer(Path({str(home)!r})).acquire()
                 print("ready", flush=True)

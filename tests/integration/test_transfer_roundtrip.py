@@ -65,8 +65,12 @@ def populate(app: App) -> dict[str, Any]:
         source="notes/seehaus.md",
         metadata={"z": 1, "a": {"nested": [1, 2.5, "x", None, True]}, "ä": "ü"},
     ).entry
-    emoji = e.add("bob", text="Emoji 🎉 and CJK 漢字, with  double  spaces\nand a newline.", kind="fact").entry
-    edited = e.add("alice", text="Her retirement plan needs a review before next spring.", language="en").entry
+    emoji = e.add(
+        "bob", text="Emoji 🎉 and CJK 漢字, with  double  spaces\nand a newline.", kind="fact"
+    ).entry
+    edited = e.add(
+        "alice", text="Her retirement plan needs a review before next spring.", language="en"
+    ).entry
     e.update("alice", edited.id, text="Her retirement plan needs a review before next summer.", tags=["plan"])
     deleted = e.add("default", text="An entry that was deleted but must survive the round trip.").entry
     e.delete("default", deleted.id)
@@ -87,7 +91,10 @@ def import_text(app: App, text: str, tmp_path: Path, **options: Any) -> ImportRe
     path = tmp_path / f"import-{uuid.uuid4().hex[:8]}.jsonl"
     path.write_text(text, encoding="utf-8")
     validator = RecordValidator(
-        app.catalog, app.detector, max_text_chars=app.settings.max_text_chars, default_owner=app.settings.owner
+        app.catalog,
+        app.detector,
+        max_text_chars=app.settings.max_text_chars,
+        default_owner=app.settings.owner,
     )
     with app.db.connect() as conn:
         return import_jsonl(conn, path, validator, ImportOptions(**options))
@@ -163,7 +170,9 @@ def _cli(url: str, tmp_path: Path, *args: str) -> Any:
     return CliRunner().invoke(cli_app, list(args), env=env)
 
 
-def test_cli_export_import_export(store_a: App, other_db_url: str, settings: Settings, tmp_path: Path) -> None:
+def test_cli_export_import_export(
+    store_a: App, other_db_url: str, settings: Settings, tmp_path: Path
+) -> None:
     populate(store_a)
     assert settings.database_url is not None
     url_a = settings.database_url.get_secret_value()

@@ -36,6 +36,8 @@ UPDATE api_tokens SET revoked_at = clock_timestamp() WHERE id = %(id)s AND revok
 RETURNING owner, id, name, created_at, last_used_at, revoked_at
 """
 
+SQL_EXISTS = "SELECT owner, revoked_at FROM api_tokens WHERE token_hash = %(token_hash)s"
+
 SQL_COUNT_ACTIVE = "SELECT count(*) AS n FROM api_tokens WHERE revoked_at IS NULL"
 
 
@@ -73,6 +75,12 @@ class TokenStore:
             if row is None:
                 row = conn.execute(SQL_ACTIVE_OWNER, {"token_hash": token_hash}).fetchone()
         return str(row["owner"]) if row is not None else None
+
+    def known(self, token_hash: str) -> tuple[str, bool] | None:
+        """(owner, revoked) of a token ever registered, or None."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_EXISTS, {"token_hash": token_hash}).fetchone()
+        return (str(row["owner"]), row["revoked_at"] is not None) if row is not None else None
 
     def list(self) -> builtins.list[TokenInfo]:
         """Every token, revoked ones included."""

@@ -5,6 +5,9 @@ owners in code point order, then (created_at, id) per owner; keys in a fixed ord
 metadata keys sorted; timestamps in UTC with microseconds (PostgreSQL's precision);
 `language` as the regconfig name, which is lossless ('simple' has no ISO code, and two
 codes map to 'norwegian'); vectors as the numbers pgvector prints.
+
+Not exported: `tsv` (generated from the row) and idempotency keys (they guard a client's
+retries of one request, not the entry; an import leaves a stored key as it is).
 """
 
 from __future__ import annotations

@@ -1,0 +1,130 @@
+"""redetect-language: dry-run counts, a real pass, idempotence, --only-simple, the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import pgrecall.cli_transfer  # noqa: F401 - registers export/import/redetect-language
+from pgrecall.app import App
+from pgrecall.cli import app as cli_app
+from pgrecall.config import Settings
+from pgrecall.redetect import RedetectReport, redetect_languages
+from pgrecall.store.entries import Entry
+from pgrecall.store.redetect import LanguageChange, RedetectStore
+
+ENGLISH = "Her retirement plan needs a careful review before the end of next spring."
+GERMAN = "Die Häuser am See sind im Winter kalt und still, niemand geht am Ufer spazieren."
+ENGLISH_TAGGED_FRENCH = "The weather report says it will rain all weekend in the mountains."
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[App]:
+    with App(settings, embedder=None) as opened:
+        yield opened
+
+
+@pytest.fixture
+def entries(app: App) -> dict[str, Entry]:
+    add = app.entries.add
+    return {
+        "english": add("alice", text=ENGLISH, language="simple").entry,
+        "german": add("bob", text=GERMAN, language="simple").entry,
+        "short": add("alice", text="ok then", language="simple").entry,
+        "wrong": add("alice", text=ENGLISH_TAGGED_FRENCH, language="fr").entry,  # an explicit, wrong choice
+        "unsure": add("bob", text="Hallo Welt", language="de").entry,  # too short to detect
+    }
+
+
+def _run(app: App, **kwargs: object) -> RedetectReport:
+    assert app.pool is not None
+    return redetect_languages(RedetectStore(app.pool), app.detector, batch_size=2, **kwargs)  # type: ignore[arg-type]
+
+
+def _reload(app: App, entry: Entry) -> Entry:
+    return app.entries.get(entry.owner, entry.id)
+
+
+def test_dry_run_counts_and_writes_nothing(app: App, entries: dict[str, Entry]) -> None:
+    report = _run(app, dry_run=True)
+    assert report.scanned == 5
+    assert dict(report.transitions) == {
+        ("simple", "english"): 1,
+        ("simple", "german"): 1,
+        ("french", "english"): 1,
+    }
+    assert (report.unchanged, report.kept_unsure, report.updated) == (1, 1, 0)
+    assert all(_reload(app, e) == e for e in entries.values())
+    only_simple = _run(app, dry_run=True, only_simple=True)
+    assert only_simple.scanned == 3 and only_simple.changes == 2
+
+
+def test_real_pass_changes_language_not_hash_or_version(app: App, entries: dict[str, Entry]) -> None:
+    report = _run(app, only_simple=True)
+    assert (report.updated, report.skipped_edited) == (2, 0)
+    for key, language in (("english", "english"), ("german", "german")):
+        before, after = entries[key], _reload(app, entries[key])
+        assert after.language == language
+        assert (after.content_hash, after.version, after.body) == (
+            before.content_hash,
+            before.version,
+            before.body,
+        )
+        assert after.updated_at > before.updated_at
+    assert _reload(app, entries["wrong"]).language == "french", (
+        "--only-simple leaves explicit languages alone"
+    )
+    # The stored tsv follows the new language: a German stem now matches.
+    assert app.pool is not None
+    with app.pool.connection() as conn:
+        row = conn.execute(
+            "SELECT tsv @@ to_tsquery('german', 'Haus') AS hit FROM entries WHERE id = %s",
+            (entries["german"].id,),
+        ).fetchone()
+    assert row is not None and row["hit"]
+    # A second pass has nothing left to do: re-running is how an interrupted pass resumes.
+    again = _run(app, only_simple=True)
+    assert (again.scanned, again.changes, again.updated) == (1, 0, 0)
+
+
+def test_full_pass_rejudges_explicit_languages_but_keeps_unsure_ones(
+    app: App, entries: dict[str, Entry]
+) -> None:
+    report = _run(app, owner="alice")
+    assert report.scanned == 3 and report.updated == 2
+    assert _reload(app, entries["wrong"]).language == "english"
+    assert _reload(app, entries["german"]).language == "simple", "another owner is out of scope"
+    full = _run(app)
+    assert full.updated == 1 and full.kept_unsure == 1
+    assert _reload(app, entries["unsure"]).language == "german"
+
+
+def test_an_entry_edited_meanwhile_is_skipped(app: App, entries: dict[str, Entry]) -> None:
+    assert app.pool is not None
+    store = RedetectStore(app.pool)
+    rows = store.batch("bob", True, None, 10)
+    app.entries.update("bob", entries["german"].id, text=GERMAN + " Wirklich.", language="simple")
+    row = rows[0]
+    change = LanguageChange(row["owner"], row["id"], row["language"], "german", row["content_hash"])
+    assert store.apply([change]) == 0
+    assert _reload(app, entries["german"]).language == "simple"
+
+
+def test_cli_dry_run_prints_transitions(
+    app: App, entries: dict[str, Entry], settings: Settings, tmp_path: Path
+) -> None:
+    assert settings.database_url is not None
+    env = {"PGRECALL_DATABASE_URL": settings.database_url.get_secret_value(), "PGRECALL_HOME": str(tmp_path)}
+    result = CliRunner().invoke(cli_app, ["redetect-language", "--dry-run", "--batch-size", "2"], env=env)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "scanned 5 entries (dry run: nothing written)"
+    assert lines[1:4] == ["french -> english: 1", "simple -> english: 1", "simple -> german: 1"]
+    assert "unchanged: 1" in lines and "kept (detector unsure): 1" in lines
+    real = CliRunner().invoke(cli_app, ["redetect-language", "--only-simple"], env=env)
+    assert real.exit_code == 0, real.output
+    assert "updated: 2; skipped (edited meanwhile): 0" in real.stdout
+    assert _reload(app, entries["english"]).language == "english"
