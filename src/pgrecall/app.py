@@ -12,9 +12,11 @@ from psycopg_pool import ConnectionPool
 from pgrecall import schema
 from pgrecall.config import Settings
 from pgrecall.db import Database
-from pgrecall.embeddings import CachedQueryEmbedder, create_embedder
+from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.language import LanguageCatalog, LanguageDetector
+from pgrecall.retrieval_service import RetrievalService
+from pgrecall.search import SearchService
 from pgrecall.service import EntryService
 from pgrecall.store.entries import EntryStore
 
@@ -34,6 +36,13 @@ class App:
         self._embedder: Embedder | None = create_embedder(settings) if isinstance(embedder, str) else embedder
         self._check_schema = check_schema
         self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
+        # Set by open():
+        self.catalog: LanguageCatalog
+        self.detector: LanguageDetector
+        self.store: EntryStore
+        self.entries: EntryService
+        self.search: SearchService
+        self.retrieval: RetrievalService
 
     def __enter__(self) -> App:
         self.open()
@@ -64,6 +73,8 @@ class App:
             self.entries = EntryService(
                 self.settings, self.store, self.catalog, self.detector, self._embedder
             )
+            self.search = SearchService(self.settings, self.pool, self.catalog, self._embedder)
+            self.retrieval = RetrievalService(self.search, self.store)
         except BaseException:
             self.close()
             raise

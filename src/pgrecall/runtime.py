@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from typing import Any
 
 import psycopg
@@ -16,6 +17,7 @@ from pgrecall.models import SimilarEntry, snippet
 from pgrecall.observability import Metrics
 from pgrecall.overlap import overlap
 from pgrecall.reembed import reembed_owner
+from pgrecall.search import MAX_QUERY_CHARS
 from pgrecall.store.entries import Entry
 
 log = logging.getLogger(__name__)
@@ -127,7 +129,17 @@ class Runtime:
 
     def candidates_like(self, entry: Entry) -> list[Entry]:
         """Entries a search with this entry's text ranks highest (near-duplicate candidates)."""
-        return []
+        query = " ".join(entry.body.split())[:MAX_QUERY_CHARS].strip()
+        if not query:
+            return []
+        try:
+            result = self.app.search.search(entry.owner, query, top_k=5)
+        except PgrecallError as exc:  # the notice is a courtesy; the write already succeeded
+            log.warning("near-duplicate lookup failed: %s", exc)
+            return []
+        ids = [uuid.UUID(hit.id) for hit in result.hits if hit.id != str(entry.id)]
+        found = self.app.store.many(entry.owner, ids)
+        return [found[i] for i in ids if i in found]
 
     def similar_entries(self, entry: Entry, limit: int = 3) -> list[SimilarEntry]:
         """Existing entries that look like near-duplicates of `entry` (same hash, or shingle overlap ≥ 0.5).

@@ -3,15 +3,13 @@
 # No `from __future__ import annotations` here: the SDK evaluates tool signatures, and the
 # parameter descriptions refer to values of create_server's closure.
 
-from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import anyio.to_thread
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import AnyHttpUrl, Field
 from starlette.requests import Request
@@ -19,7 +17,6 @@ from starlette.responses import JSONResponse, Response
 
 from pgrecall import __version__
 from pgrecall.auth import SCOPE, DatabaseTokenVerifier
-from pgrecall.errors import DatabaseUnavailableError, InvalidInputError, NotFoundError, PgrecallError
 from pgrecall.models import (
     AddEntryResult,
     DeleteResult,
@@ -33,12 +30,11 @@ from pgrecall.models import (
 )
 from pgrecall.observability import observe
 from pgrecall.runtime import Runtime
+from pgrecall.server_common import run_blocking
 from pgrecall.server_search import register_search_tools
 from pgrecall.service import MAX_LIST_LIMIT, Written
 from pgrecall.store.entries import ListFilters
 from pgrecall.store.tokens import TokenStore
-
-T = TypeVar("T")
 
 INSTRUCTIONS = """\
 pgrecall is a long-term memory and knowledge store. Save durable facts, decisions, preferences
@@ -52,27 +48,6 @@ _LANG_DOC = (
     "ISO 639-1 code of the text's language (de, fr, es, ru, en, …) or 'simple' for no stemming. "
     "Omit it: the language is detected."
 )
-
-
-def _tool_error(exc: PgrecallError) -> ToolError:
-    error = ToolError(str(exc))
-    kind = "internal"
-    if isinstance(exc, InvalidInputError):
-        kind = "invalid_input"
-    elif isinstance(exc, NotFoundError):
-        kind = "not_found"
-    elif isinstance(exc, DatabaseUnavailableError):
-        kind = "unavailable"
-    error.error_kind = kind  # type: ignore[attr-defined]
-    return error
-
-
-async def _run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a blocking service call in a worker thread, turning pgrecall errors into tool errors."""
-    try:
-        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-    except PgrecallError as exc:
-        raise _tool_error(exc) from exc
 
 
 def _language(written: Written) -> LanguageOut:
@@ -147,7 +122,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
         Check `similar`: when an existing entry says nearly the same, prefer update_entry.
         """
         with observe(runtime.metrics, "add_entry") as call:
-            written = await _run(
+            written = await run_blocking(
                 app.entries.add,
                 current_owner(),
                 text=text,
@@ -161,7 +136,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
             )
             similar: list[SimilarEntry] = []
             if not written.replay:
-                similar = await _run(runtime.similar_entries, written.entry)
+                similar = await run_blocking(runtime.similar_entries, written.entry)
             if written.vector_pending:
                 runtime.reembed.poke()
             call.fields.update(
@@ -211,7 +186,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
                 extra["title"] = title
             if source is not None:
                 extra["source"] = source
-            written = await _run(
+            written = await run_blocking(
                 app.entries.update,
                 current_owner(),
                 id,
@@ -235,7 +210,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
     ) -> DeleteResult:
         """Soft-delete an entry: it disappears from search and lists; restore_entry brings it back."""
         with observe(runtime.metrics, "delete_entry"):
-            entry = await _run(app.entries.delete, current_owner(), id)
+            entry = await run_blocking(app.entries.delete, current_owner(), id)
             assert entry.deleted_at is not None
             return DeleteResult(id=str(entry.id), deleted_at=entry.deleted_at)
 
@@ -245,7 +220,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
     ) -> WriteResult:
         """Undo delete_entry: the entry is searchable and listed again, unchanged."""
         with observe(runtime.metrics, "restore_entry"):
-            entry = await _run(app.entries.restore, current_owner(), id)
+            entry = await run_blocking(app.entries.restore, current_owner(), id)
             written = app.entries.as_kept(entry)
             return WriteResult(entry=EntryOut.full(entry, runtime.active_model), language=_language(written))
 
@@ -255,7 +230,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
     ) -> EntryOut:
         """Fetch one entry with its full text and metadata (search returns only snippets)."""
         with observe(runtime.metrics, "get_entry"):
-            entry = await _run(app.entries.get, current_owner(), id)
+            entry = await run_blocking(app.entries.get, current_owner(), id)
             return EntryOut.full(entry, runtime.active_model)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
@@ -291,7 +266,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
                 created_before=created_before,
                 include_deleted=include_deleted,
             )
-            page = await _run(app.entries.list, current_owner(), filters, limit=limit, cursor=cursor)
+            page = await run_blocking(app.entries.list, current_owner(), filters, limit=limit, cursor=cursor)
             call.fields["count"] = len(page.entries)
             return ListResult(
                 entries=[EntrySummary.of(e, runtime.active_model) for e in page.entries],
@@ -302,7 +277,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
     async def stats() -> StatsResult:
         """Counts of entries by language and kind, pending vectors, embedding model, schema revision."""
         with observe(runtime.metrics, "stats"):
-            data = await _run(app.stats, current_owner())
+            data = await run_blocking(app.stats, current_owner())
             runtime.metrics.pending_vectors.set(data["pending_vectors"])
             return StatsResult(**data)
 

@@ -119,6 +119,21 @@ SELECT count(*) AS n FROM entries
 WHERE owner = %(owner)s AND deleted_at IS NULL AND embedding_model IS DISTINCT FROM %(model)s
 """
 
+SQL_MANY = f"SELECT {_COLUMNS} FROM entries WHERE owner = %(owner)s AND id = ANY(%(ids)s::uuid[])"
+
+# One live entry per hash: the oldest, so a pin always resolves to the same entry.
+SQL_BY_HASHES = f"""
+SELECT DISTINCT ON (content_hash) {_COLUMNS} FROM entries
+WHERE owner = %(owner)s AND content_hash = ANY(%(hashes)s::text[]) AND deleted_at IS NULL
+ORDER BY content_hash, created_at, id
+"""
+
+# Vectors leave the store only for in-process re-ranking (MMR); never in a response.
+SQL_VECTORS = """
+SELECT id, embedding::text AS embedding FROM entries
+WHERE owner = %(owner)s AND id = ANY(%(ids)s::uuid[]) AND embedding_model = %(model)s
+"""
+
 SQL_OWNERS = "SELECT DISTINCT owner FROM entries ORDER BY owner"
 
 SQL_PENDING_TOTAL = """
@@ -452,3 +467,21 @@ class EntryStore:
             for row in conn.execute(SQL_COUNT_BY, {"owner": owner}).fetchall():
                 out[row["dimension"]][row["value"]] = int(row["n"])
         return out
+
+    def many(self, owner: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Entry]:
+        """Entries by id (deleted ones included), keyed by id."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(SQL_MANY, {"owner": owner, "ids": list(ids)}).fetchall()
+        return {r["id"]: _entry(r) for r in rows}
+
+    def by_hashes(self, owner: str, hashes: Sequence[str]) -> dict[str, Entry]:
+        """For each hash with a live entry, the oldest such entry."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(SQL_BY_HASHES, {"owner": owner, "hashes": list(hashes)}).fetchall()
+        return {r["content_hash"]: _entry(r) for r in rows}
+
+    def vectors(self, owner: str, ids: Sequence[uuid.UUID], model: str) -> dict[uuid.UUID, builtins.list[float]]:
+        """Stored vectors of `model` for these entries (for MMR inside the process)."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(SQL_VECTORS, {"owner": owner, "ids": list(ids), "model": model}).fetchall()
+        return {r["id"]: [float(x) for x in r["embedding"].strip("[]").split(",")] for r in rows}

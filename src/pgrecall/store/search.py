@@ -33,13 +33,13 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, true),
 
 
 def _slots(n: int) -> str:
-    # Σ idf_i · (1 − norm / (tf_i + norm)) over term slots 1..n; × (k1 + 1) this is BM25,
+    # Σ qtf_i · idf_i · (1 − norm / (tf_i + norm)) over term slots 1..n: × (k1 + 1), BM25,
     # written so that tf_i, hence ts_rank, appears once per slot. `@@` first: it costs
     # a quarter of ts_rank and most terms are absent from most candidates. A slot past
     # the language's last term holds NULL, which `@@` (strict) sends to ELSE.
     # The braces are doubled for psycopg's sql.SQL.format.
     return " + ".join(
-        f"CASE WHEN c.tsv @@ t.tqs[{i}] THEN t.idfs[{i}] * (1.0 - n.norm / (round(1.0 / (1.64493406685 * "
+        f"CASE WHEN c.tsv @@ t.tqs[{i}] THEN t.ws[{i}] * (1.0 - n.norm / (round(1.0 / (1.64493406685 * "
         f"(1.0 - ts_rank('{{{{1,1,1,1}}}}', c.tsv, t.tqs[{i}]))) - 0.5) + n.norm)) ELSE 0.0 END"
         for i in range(1, n + 1)
     )
@@ -85,9 +85,10 @@ langs AS MATERIALIZED (
     HAVING sum(s.n_docs) > 0
 ),
 qterms AS MATERIALIZED (
-    SELECT DISTINCT l.cfg, l.n_docs, greatest(l.total_len / l.n_docs, 1.0) AS avgdl, t.lexeme
+    SELECT l.cfg, l.n_docs, greatest(l.total_len / l.n_docs, 1.0) AS avgdl, t.lexeme,
+           cardinality(t.positions) AS qtf
     FROM langs l
-    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector(l.cfg, %(query)s))) AS t(lexeme)
+    CROSS JOIN LATERAL unnest(to_tsvector(l.cfg, %(query)s)) AS t
     WHERE %(lexical)s AND (%(language)s::regconfig IS NULL OR l.cfg = %(language)s::regconfig)
 ),
 lexdf AS MATERIALIZED (
@@ -107,9 +108,9 @@ postings AS MATERIALIZED (
     FROM (SELECT lexeme, sum(df) AS posting FROM lexdf GROUP BY lexeme) p
 ),
 terms AS MATERIALIZED (
-    SELECT cfg, lexeme, avgdl, idf, tq, picked
+    SELECT cfg, lexeme, avgdl, idf, idf * qtf AS w, tq, picked
     FROM (
-        SELECT q.cfg, q.lexeme, q.avgdl,
+        SELECT q.cfg, q.lexeme, q.avgdl, q.qtf,
                ln(1.0 + (q.n_docs - d.df + 0.5) / (d.df + 0.5)) AS idf,
                ('''' || replace(replace(q.lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tq,
                p.before < %(budget)s AS picked,
@@ -123,7 +124,7 @@ terms AS MATERIALIZED (
 langterms AS MATERIALIZED (
     SELECT cfg, min(avgdl) AS avgdl, count(*) AS n,
            array_agg(lexeme ORDER BY idf DESC, lexeme) AS lexemes,
-           array_agg(idf ORDER BY idf DESC, lexeme) AS idfs,
+           array_agg(w ORDER BY idf DESC, lexeme) AS ws,
            array_agg(tq ORDER BY idf DESC, lexeme) AS tqs
     FROM terms
     GROUP BY cfg

@@ -1,0 +1,97 @@
+"""Lexical-only nDCG@10 of pgrecall vs bm25s on BEIR collections (Cranfield, CISI).
+
+Each collection is loaded into a fresh database at head through the store (EntryService.add,
+English, no embedder), every query runs through SearchService in lexical mode, and the top 10
+are scored with ir-measures against bm25s (English stop words + Snowball stemmer) on the same
+title + text. Also reported: the same ranking with an unlimited candidate budget (the BM25
+formula alone) and with a budget of 10% of the collection (the candidate selection that keeps
+large stores fast, at the scale where it bites).
+
+    python benchmarks/lexical_quality.py [--json benchmarks/lexical_quality.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from pgrecall import bench_corpus, schema
+from pgrecall.app import App
+from pgrecall.bench_quality import COLLECTIONS, TOP, bm25s_run, ndcg10, read_queries, store_run
+from pgrecall.config import Settings
+from pgrecall.embedded import EmbeddedServer
+from pgrecall.search import SearchService
+from pgrecall.store.search import Tuning
+
+
+def evaluate(server: EmbeddedServer, name: str) -> dict[str, object]:
+    """Load one collection through the store and compare rankings."""
+    db = f"quality_{name}"
+    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db)))
+    url = server.url(db)
+    schema.upgrade(url, "head")
+    settings = Settings(database_url=url, home=Path(tempfile.gettempdir()) / "pgrecall-quality-unused")
+    docs = bench_corpus.read_beir(name)
+    queries = read_queries(name)
+    qrels = {q: {f"{name}:{d}": r for d, r in ds.items()} for q, ds in bench_corpus.read_qrels(name).items()
+             if q in queries}
+    out: dict[str, object] = {"documents": len(docs), "queries": len(qrels)}
+    started = time.perf_counter()
+    with App(settings, embedder=None) as app:
+        key_of = {}
+        for doc in docs:
+            written = app.entries.add("default", text=doc.body or doc.title, title=doc.title or None,
+                                      language="en", source=doc.key)
+            key_of[str(written.entry.id)] = doc.key
+        out["load_seconds"] = round(time.perf_counter() - started, 1)
+        assert app.pool is not None
+        for label, budget in (("default_budget", Tuning().budget), ("exhaustive", 10**9),
+                              ("budget_10pct", max(1, len(docs) // 10))):
+            tuning = replace(Tuning(), budget=budget, cap=max(Tuning().cap, 2 * budget) if budget < 10**9 else budget)
+            service = SearchService(settings, app.pool, app.catalog, None, tuning=tuning)
+
+            def search(text: str, service: SearchService = service) -> list[str]:
+                result = service.search("default", text, top_k=TOP, mode="lexical")
+                return [key_of[h.id] for h in result.hits]
+
+            out[f"pgrecall_{label}"] = round(ndcg10(store_run(search, queries), qrels), 4)
+    texts = [f"{d.title}\n{d.body}" for d in docs]
+    out["bm25s"] = round(ndcg10(bm25s_run([d.key for d in docs], texts, queries), qrels), 4)
+    out["ratio"] = round(float(out["pgrecall_default_budget"]) / float(out["bm25s"]), 3)  # type: ignore[arg-type]
+    return out
+
+
+def main() -> None:
+    """Run both collections on a private embedded server and print (or write) the numbers."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="pgrecall-quality-", dir="/tmp"))
+    home.chmod(0o755)
+    server = EmbeddedServer(home / "server")
+    server.acquire()
+    try:
+        result = {name: evaluate(server, name) for name in COLLECTIONS}
+    finally:
+        server.release()
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

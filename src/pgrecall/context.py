@@ -1,0 +1,212 @@
+"""Cited context assembly: ranked entries as labelled blocks within a token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pgrecall.errors import InvalidInputError
+from pgrecall.models import snippet
+from pgrecall.retrieval import Candidate, estimate_tokens, pack
+from pgrecall.retrieval_service import Ranked, RetrievalService
+
+MIN_BUDGET, MAX_BUDGET = 50, 100_000
+MAX_SECTIONS = 8
+SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True)
+class Citation:
+    """What the answer cites for one label."""
+
+    label: str
+    id: str
+    content_hash: str
+    source: str | None
+    title: str | None
+    snippet: str
+    section: str | None
+    pinned: bool
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A ranked entry that did not fit."""
+
+    id: str
+    content_hash: str
+    title: str | None
+    tokens: int
+    reason: str
+    section: str | None
+
+
+@dataclass(frozen=True)
+class BuiltContext:
+    """What build_context returns."""
+
+    context: str
+    citations: list[Citation]
+    by_section: dict[str, list[str]] | None
+    total_tokens: int
+    dropped: list[Dropped]
+    missing_pins: list[str]
+    degraded: bool
+    status: str
+
+
+def render_block(label: str, ranked: Ranked) -> str:
+    """`[S1] Title — source` then the stored text, unmodified."""
+    entry = ranked.entry
+    head = f"[{label}] {entry.title or '(untitled)'}"
+    if entry.source:
+        head += f" — {entry.source}"
+    return f"{head}\n{entry.body}"
+
+
+def _check_sections(sections: Sequence[str] | None) -> list[str] | None:
+    if not sections:
+        return None
+    if isinstance(sections, str):
+        raise InvalidInputError("sections", "must be a list of section names")
+    clean: list[str] = []
+    for name in sections:
+        text = " ".join(str(name).split())
+        if not text or len(text) > 200 or "\x00" in text:
+            raise InvalidInputError("sections", "each section name must be 1-200 characters")
+        if text not in clean:
+            clean.append(text)
+    if len(clean) > MAX_SECTIONS:
+        raise InvalidInputError("sections", f"at most {MAX_SECTIONS}, got {len(clean)}")
+    return clean
+
+
+def build_context(
+    retrieval: RetrievalService,
+    owner: str,
+    *,
+    query: str | None,
+    selected_text: str | None = None,
+    token_budget: int = 4000,
+    top_k: int = 10,
+    pinned_hashes: Sequence[str] | None = None,
+    sections: Sequence[str] | None = None,
+    **search_args: Any,
+) -> BuiltContext:
+    """Retrieve (pins first), then fit whole entries, best first, into the budget.
+
+    With sections, each section name is searched as a sub-topic of the query (query + name),
+    gets an equal share of the budget, and lists its labels in `by_section`; an entry used by
+    an earlier section is not repeated. Pins go to the first section.
+    """
+    if (
+        isinstance(token_budget, bool)
+        or not isinstance(token_budget, int)
+        or not (MIN_BUDGET <= token_budget <= MAX_BUDGET)
+    ):
+        raise InvalidInputError("token_budget", f"must be an integer from {MIN_BUDGET} to {MAX_BUDGET}")
+    names = _check_sections(sections)
+    groups: list[tuple[str | None, str | None]] = (
+        [(None, query)]
+        if names is None
+        else [(name, f"{query} {name}" if query and query.strip() else name) for name in names]
+    )
+    share = token_budget // len(groups)
+    blocks: list[str] = []
+    citations: list[Citation] = []
+    dropped: list[Dropped] = []
+    by_section: dict[str, list[str]] = {}
+    missing: list[str] = []
+    degraded, statuses = False, []
+    used_ids: set[str] = set()
+    for index, (section, text) in enumerate(groups):
+        result = retrieval.retrieve(
+            owner,
+            query=text,
+            selected_text=selected_text,
+            top_k=top_k,
+            pinned_hashes=pinned_hashes if index == 0 else None,
+            **search_args,
+        )
+        if index == 0:
+            missing = result.missing_pins
+        degraded = degraded or result.degraded
+        statuses.append(result.status)
+        fresh = [r for r in result.items if str(r.entry.id) not in used_ids]
+        header = f"## {section}" if section is not None else None
+        budget = share - (estimate_tokens(header) + 1 if header else 0)
+        first_label = len(citations) + 1
+
+        def render(i: int, cand: Candidate[Ranked], start: int = first_label) -> str:
+            return render_block(f"S{start + i - 1}", cand.item)
+
+        packed = pack(
+            [Candidate(str(r.entry.id), r.entry.content_hash, r.entry.body, r.score, r) for r in fresh],
+            max(budget, 0),
+            render,
+            SEPARATOR,
+        )
+        labels: list[str] = []
+        for cand, block, _ in packed.included:
+            ranked = cand.item
+            label = f"S{len(citations) + 1}"
+            labels.append(label)
+            used_ids.add(cand.key)
+            blocks.append(block)
+            hit = ranked.hit
+            citations.append(
+                Citation(
+                    label=label,
+                    id=cand.key,
+                    content_hash=ranked.entry.content_hash,
+                    source=ranked.entry.source,
+                    title=ranked.entry.title,
+                    snippet=hit.snippet if hit is not None else snippet(ranked.entry.body),
+                    section=section,
+                    pinned=ranked.pinned,
+                )
+            )
+        for cand, tokens, reason in packed.dropped:
+            dropped.append(
+                Dropped(cand.key, cand.content_hash, cand.item.entry.title, tokens, reason, section)
+            )
+        if section is not None:
+            by_section[section] = labels
+            if labels:
+                blocks.insert(len(blocks) - len(labels), header or "")
+    context = SEPARATOR.join(blocks)
+    # Section headers and separators are counted per section; the whole may still round a
+    # token over. The budget is a promise: take whole blocks off the end until it holds.
+    while context and estimate_tokens(context) > token_budget and citations:
+        last = citations.pop()
+        block = next(b for b in reversed(blocks) if b.startswith(f"[{last.label}] "))
+        blocks.remove(block)
+        if last.section is not None:
+            by_section[last.section].remove(last.label)
+            if not by_section[last.section]:
+                blocks.remove(f"## {last.section}")
+        dropped.append(
+            Dropped(
+                last.id,
+                last.content_hash,
+                last.title,
+                estimate_tokens(block),
+                "budget exhausted",
+                last.section,
+            )
+        )
+        context = SEPARATOR.join(blocks)
+    status = (
+        "ok" if citations else ("empty_store" if all(s == "empty_store" for s in statuses) else "no_matches")
+    )
+    return BuiltContext(
+        context=context,
+        citations=citations,
+        by_section=by_section if names is not None else None,
+        total_tokens=estimate_tokens(context) if context else 0,
+        dropped=dropped,
+        missing_pins=missing,
+        degraded=degraded,
+        status=status,
+    )
