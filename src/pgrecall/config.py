@@ -83,10 +83,11 @@ class Settings(BaseSettings):
         "detected language is not trusted and 'simple' is used.",
     )
     detect_min_ratio: float = Field(
-        default=1.5,
+        default=1.2,
         ge=1.0,
-        description="The best language must be at least this many times as likely as the runner-up "
-        "(Spanish vs Portuguese, Danish vs Norwegian on a short sentence), else 'simple' is used.",
+        description="The best language must be at least this many times as likely as the runner-up, else "
+        "'simple' is used. Low on purpose: confusing close relatives (Spanish/Portuguese) still stems "
+        "plurals and inflections, 'simple' does not; only near-ties (Danish/Norwegian 0.25/0.25) fall back.",
     )
     detect_high_accuracy: bool = Field(
         default=True,

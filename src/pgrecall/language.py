@@ -116,7 +116,7 @@ class LanguageDetector:
         *,
         min_letters: int = 20,
         min_confidence: float = 0.2,
-        min_ratio: float = 1.5,
+        min_ratio: float = 1.2,
         high_accuracy: bool = True,
         max_chars: int = 2000,
     ) -> None:

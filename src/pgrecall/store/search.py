@@ -58,10 +58,10 @@ def _slots(n: int) -> str:
 #  lexdf     document frequency of each query lexeme in each of the owner's languages.
 #  postings  each lexeme's posting-list length in the GIN index, which all languages
 #            share (a French 'model' scans the English 'model' rows too), shortest
-#            first, with the running total before it.
-#  terms     ≤ 32 terms per language by idf; `picked` = among the rarest lexemes whose
-#            postings fit the candidate budget (the rarest one always is). Lexemes
-#            become tsquery by quoting, never by parsing.
+#            first, with the running total.
+#  terms     ≤ 32 terms per language by idf; `picked` = the rarest lexemes whose
+#            postings together fit the candidate budget (the rarest one always, the
+#            cap bounds it). Lexemes become tsquery by quoting, never by parsing.
 #  cand      one GIN scan for the OR of the picked lexemes, capped. The tsv is
 #            detoasted once here ((ARRAY[tsv])[1]), not again in every ts_rank call.
 #  scored    BM25 of each candidate over all terms of its own language (OR semantics;
@@ -104,7 +104,8 @@ lexdf AS MATERIALIZED (
     HAVING sum(s.df) > 0
 ),
 postings AS MATERIALIZED (
-    SELECT lexeme, sum(posting) OVER (ORDER BY posting, lexeme) - posting AS before
+    SELECT lexeme, sum(posting) OVER (ORDER BY posting, lexeme) AS upto,
+           row_number() OVER (ORDER BY posting, lexeme) AS nth
     FROM (SELECT lexeme, sum(df) AS posting FROM lexdf GROUP BY lexeme) p
 ),
 terms AS MATERIALIZED (
@@ -113,7 +114,7 @@ terms AS MATERIALIZED (
         SELECT q.cfg, q.lexeme, q.avgdl, q.qtf,
                ln(1.0 + (q.n_docs - d.df + 0.5) / (d.df + 0.5)) AS idf,
                ('''' || replace(replace(q.lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tq,
-               p.before < %(budget)s AS picked,
+               (p.nth = 1 OR p.upto <= %(budget)s) AS picked,
                row_number() OVER (PARTITION BY q.cfg ORDER BY d.df, q.lexeme) AS n
         FROM qterms q
         JOIN lexdf d ON d.lexeme = q.lexeme AND d.language = q.cfg
@@ -362,7 +363,7 @@ def knobs(tuning: Tuning, filtered: bool) -> dict[str, str]:
     return {
         "ef_search": str(max(tuning.ef_search, tuning.n_vec)),
         "max_scan_tuples": str(tuning.max_scan_tuples),
-        "plan_cache_mode": "force_custom_plan" if filtered else "auto",
+        "plan_cache_mode": "force_custom_plan" if filtered else "force_generic_plan",
     }
 
 
