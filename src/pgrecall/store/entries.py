@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from pgrecall.errors import InvalidInputError, NotFoundError
+from pgrecall.store.scope import owner_transaction
 
 # Columns every read returns: never the vector itself.
 _COLUMNS = """
@@ -306,7 +307,7 @@ class EntryStore:
             "embedding_dim": len(new.embedding) if new.embedding is not None else None,
             "idempotency_key": new.idempotency_key,
         }
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_INSERT, params).fetchone()
             if row is None:
                 key = {"owner": owner, "idempotency_key": new.idempotency_key}
@@ -317,19 +318,19 @@ class EntryStore:
 
     def by_idempotency_key(self, owner: str, key: str) -> Entry | None:
         """The entry an earlier call stored under this idempotency key, deleted or not."""
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_BY_IDEMPOTENCY_KEY, {"owner": owner, "idempotency_key": key}).fetchone()
         return _entry(row) if row is not None else None
 
     def by_hash(self, owner: str, content_hash: str, limit: int = 3) -> builtins.list[Entry]:
         """Live entries with exactly this content hash, oldest first."""
         params = {"owner": owner, "content_hash": content_hash, "limit": limit}
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             return [_entry(r) for r in conn.execute(SQL_BY_HASH, params).fetchall()]
 
     def get(self, owner: str, entry_id: uuid.UUID, *, include_deleted: bool = False) -> Entry:
         """The entry, or NotFoundError (also for a deleted one unless include_deleted)."""
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_GET, {"owner": owner, "id": entry_id}).fetchone()
         if row is None or (row["deleted_at"] is not None and not include_deleted):
             raise NotFoundError(f"id: no entry {entry_id}" + ("" if row is None else " (it is deleted)"))
@@ -337,7 +338,7 @@ class EntryStore:
 
     def find(self, owner: str, entry_id: uuid.UUID) -> Entry | None:
         """The entry, deleted or not, or None."""
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_GET, {"owner": owner, "id": entry_id}).fetchone()
         return _entry(row) if row is not None else None
 
@@ -365,7 +366,7 @@ class EntryStore:
             "embedding_dim": len(changes.embedding) if changes.embedding is not None else None,
             "expected_version": expected_version,
         }
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_UPDATE, params).fetchone()
             if row is None:
                 current = conn.execute(SQL_GET, {"owner": owner, "id": entry_id}).fetchone()
@@ -382,7 +383,7 @@ class EntryStore:
 
     def soft_delete(self, owner: str, entry_id: uuid.UUID) -> Entry:
         """Mark deleted (restorable); NotFoundError if absent or already deleted."""
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_SOFT_DELETE, {"owner": owner, "id": entry_id}).fetchone()
         if row is None:
             raise NotFoundError(f"id: no live entry {entry_id}")
@@ -390,7 +391,7 @@ class EntryStore:
 
     def restore(self, owner: str, entry_id: uuid.UUID) -> Entry:
         """Undo a soft delete; NotFoundError if absent or not deleted."""
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_RESTORE, {"owner": owner, "id": entry_id}).fetchone()
         if row is None:
             raise NotFoundError(f"id: no deleted entry {entry_id}")
@@ -413,7 +414,7 @@ class EntryStore:
             "cursor_id": cursor_id,
             "limit": limit + 1,
         }
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             rows = conn.execute(SQL_LIST, params).fetchall()
         entries = [_entry(r) for r in rows[:limit]]
         next_cursor = encode_cursor(entries[-1]) if len(rows) > limit and entries else None
@@ -431,7 +432,7 @@ class EntryStore:
             "model": model,
             "dim": len(vector),
         }
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             cur = conn.execute(SQL_SET_EMBEDDING, params)
             return cur.rowcount == 1
 
@@ -440,12 +441,12 @@ class EntryStore:
     ) -> builtins.list[dict[str, Any]]:
         """Live entries without a vector of `model` (id, title, body, content_hash), by id after `after`."""
         params = {"owner": owner, "model": model, "limit": limit, "after": after}
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             return conn.execute(SQL_PENDING, params).fetchall()
 
     def pending_count(self, owner: str, model: str) -> int:
         """How many live entries still need a vector of `model`."""
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_PENDING_COUNT, {"owner": owner, "model": model}).fetchone()
         return int(row["n"]) if row else 0
 
@@ -463,25 +464,25 @@ class EntryStore:
     def counts(self, owner: str) -> dict[str, dict[str, int]]:
         """Live entries by language, kind and vector model, and live/deleted totals."""
         out: dict[str, dict[str, int]] = {"language": {}, "kind": {}, "state": {}, "vector_model": {}}
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             for row in conn.execute(SQL_COUNT_BY, {"owner": owner}).fetchall():
                 out[row["dimension"]][row["value"]] = int(row["n"])
         return out
 
     def many(self, owner: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Entry]:
         """Entries by id (deleted ones included), keyed by id."""
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             rows = conn.execute(SQL_MANY, {"owner": owner, "ids": list(ids)}).fetchall()
         return {r["id"]: _entry(r) for r in rows}
 
     def by_hashes(self, owner: str, hashes: Sequence[str]) -> dict[str, Entry]:
         """For each hash with a live entry, the oldest such entry."""
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             rows = conn.execute(SQL_BY_HASHES, {"owner": owner, "hashes": list(hashes)}).fetchall()
         return {r["content_hash"]: _entry(r) for r in rows}
 
     def vectors(self, owner: str, ids: Sequence[uuid.UUID], model: str) -> dict[uuid.UUID, builtins.list[float]]:
         """Stored vectors of `model` for these entries (for MMR inside the process)."""
-        with self.pool.connection() as conn:
+        with owner_transaction(self.pool, owner) as conn:
             rows = conn.execute(SQL_VECTORS, {"owner": owner, "ids": list(ids), "model": model}).fetchall()
         return {r["id"]: [float(x) for x in r["embedding"].strip("[]").split(",")] for r in rows}

