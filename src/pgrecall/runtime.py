@@ -61,7 +61,7 @@ class ReembedWorker:
             self._thread = None
 
     def run_once(self) -> int:
-        """One round: fill what is pending now for the known owners, refresh the gauge; returns vectors filled."""
+        """One round: fill pending vectors of the known owners, refresh the gauge; returns vectors filled."""
         embedder = self.app.embedder
         if embedder is None:
             return 0

@@ -83,7 +83,8 @@ def test_row_level_security_holds_without_a_where_clause(db_url: str, settings: 
         assert owners == [("alice",)]
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(
-                "INSERT INTO entries (owner, body, content_hash) VALUES ('bob', 'forged', 'sha256:' || repeat('1', 64))"
+                "INSERT INTO entries (owner, body, content_hash) "
+                "VALUES ('bob', 'forged', 'sha256:' || repeat('1', 64))"
             )
         conn.rollback()
         conn.execute(f"SET ROLE {APP_ROLE}")
