@@ -203,6 +203,13 @@ def migrate_check() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    from pgrecall import cli_entries, cli_ops, cli_serve, cli_tokens, cli_transfer  # noqa: F401 - register commands
+    from pgrecall import (  # noqa: F401 - the modules register their commands
+        cli_bench,
+        cli_entries,
+        cli_ops,
+        cli_serve,
+        cli_tokens,
+        cli_transfer,
+    )
 
     app()
