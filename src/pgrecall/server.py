@@ -30,11 +30,12 @@ from pgrecall.models import (
 )
 from pgrecall.observability import observe
 from pgrecall.runtime import Runtime
-from pgrecall.server_common import run_blocking
+from pgrecall.server_common import checked, run_blocking
 from pgrecall.server_search import register_search_tools
 from pgrecall.service import MAX_LIST_LIMIT, Written
 from pgrecall.store.entries import ListFilters
 from pgrecall.store.tokens import TokenStore
+from pgrecall.validation import MAX_VERSION, as_utc, check_cursor, check_source
 
 INSTRUCTIONS = """\
 pgrecall is a long-term memory and knowledge store. Save durable facts, decisions, preferences
@@ -171,7 +172,9 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
         expected_version: Annotated[
             int | None,
             Field(
-                description="Only update if the entry is still at this version (optimistic locking).", ge=1
+                description="Only update if the entry is still at this version (optimistic locking).",
+                ge=1,
+                le=MAX_VERSION,
             ),
         ] = None,
     ) -> WriteResult:
@@ -245,9 +248,11 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
         ] = None,
         language: Annotated[str | None, Field(description="Only this language (ISO 639-1 code).")] = None,
         created_after: Annotated[
-            datetime | None, Field(description="Created at or after (ISO 8601).")
+            datetime | None, Field(description="Created at or after (ISO 8601; no offset means UTC).")
         ] = None,
-        created_before: Annotated[datetime | None, Field(description="Created before (ISO 8601).")] = None,
+        created_before: Annotated[
+            datetime | None, Field(description="Created before (ISO 8601; no offset means UTC).")
+        ] = None,
         include_deleted: Annotated[bool, Field(description="Also list soft-deleted entries.")] = False,
         limit: Annotated[
             int, Field(description=f"Page size, 1-{MAX_LIST_LIMIT}.", ge=1, le=MAX_LIST_LIMIT)
@@ -256,17 +261,22 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
     ) -> ListResult:
         """Browse entries newest first, with filters and stable cursor pagination (not ranked: use search)."""
         with observe(runtime.metrics, "list_entries") as call:
+            # Checked here because the list path passes them to SQL as they come: a NUL in
+            # source fails inside PostgreSQL, and an overlong cursor is decoded recursively.
+            clean_source, clean_cursor = checked(check_source, source), checked(check_cursor, cursor)
             filters = ListFilters(
                 kind=kind,
-                source=source,
+                source=clean_source,
                 language=language,
                 tags_all=tags_all,
                 tags_any=tags_any,
-                created_after=created_after,
-                created_before=created_before,
+                created_after=as_utc(created_after),
+                created_before=as_utc(created_before),
                 include_deleted=include_deleted,
             )
-            page = await run_blocking(app.entries.list, current_owner(), filters, limit=limit, cursor=cursor)
+            page = await run_blocking(
+                app.entries.list, current_owner(), filters, limit=limit, cursor=clean_cursor
+            )
             call.fields["count"] = len(page.entries)
             return ListResult(
                 entries=[EntrySummary.of(e, runtime.active_model) for e in page.entries],

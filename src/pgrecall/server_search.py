@@ -17,6 +17,7 @@ from pgrecall.retrieval_service import MAX_PINS, MAX_SELECTION_CHARS, Ranked
 from pgrecall.runtime import Runtime
 from pgrecall.search import MAX_QUERY_CHARS, MAX_TOP_K, ScoreBreakdown
 from pgrecall.server_common import run_blocking
+from pgrecall.validation import as_utc
 
 _MODE_DOC = (
     "hybrid (default: meaning + keywords fused), vector (meaning only: paraphrases, other languages), "
@@ -186,7 +187,10 @@ def register_search_tools(server: MCPServer, runtime: Runtime, current_owner: Ca
     TagsAny = Annotated[
         list[str] | None, Field(description="Only entries having at least one of these tags.")
     ]
-    When = Annotated[datetime | None, Field(description="ISO 8601 timestamp bound (after: inclusive).")]
+    When = Annotated[
+        datetime | None,
+        Field(description="ISO 8601 timestamp bound (after: inclusive); no offset means UTC."),
+    ]
     Diversify = Annotated[
         bool,
         Field(
@@ -219,6 +223,8 @@ def register_search_tools(server: MCPServer, runtime: Runtime, current_owner: Ca
                 "default model's related texts score 0.74-0.94, so leave it unset unless you know the model.",
                 ge=-1.0,
                 le=1.0,
+                # NaN passes ge/le (every comparison with it is false) and would empty the branch.
+                allow_inf_nan=False,
             ),
         ] = None,
         explain: Annotated[bool, Field(description="Include each hit's score breakdown.")] = False,
@@ -249,10 +255,10 @@ def register_search_tools(server: MCPServer, runtime: Runtime, current_owner: Ca
                     source=source,
                     tags_all=tags_all,
                     tags_any=tags_any,
-                    created_after=created_after,
-                    created_before=created_before,
-                    updated_after=updated_after,
-                    updated_before=updated_before,
+                    created_after=as_utc(created_after),
+                    created_before=as_utc(created_before),
+                    updated_after=as_utc(updated_after),
+                    updated_before=as_utc(updated_before),
                     min_similarity=min_score,
                 ),
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from pgrecall.content import normalize_text
@@ -16,6 +17,11 @@ MAX_TAGS = 64
 MAX_TAG_CHARS = 100
 MAX_METADATA_BYTES = 65_536
 MAX_METADATA_DEPTH = 10
+# PostgreSQL `integer`: a larger expected_version could never match and overflows the cast.
+MAX_VERSION = 2**31 - 1
+# list_entries cursors are ~100 characters; anything far longer is not one of ours, and
+# decoding it first would hand attacker-sized (or attacker-nested) JSON to the parser.
+MAX_CURSOR_CHARS = 512
 _KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 
 
@@ -64,7 +70,8 @@ def check_kind(value: str | None, default: str = "note") -> str:
     """A short token such as note, fact, decision, doc."""
     if value is None:
         return default
-    if not _KIND.match(value):
+    # fullmatch, not match: `$` also matches before a trailing newline ("note\n").
+    if not isinstance(value, str) or not _KIND.fullmatch(value):
         raise InvalidInputError(
             "kind", "must be 1-64 characters of letters, digits, '_', '.', ':' or '-', starting alphanumeric"
         )
@@ -94,12 +101,22 @@ def check_tags(values: Sequence[str] | None, field: str = "tags") -> list[str]:
     return out
 
 
-def _depth(value: Any, level: int = 1) -> int:
-    if isinstance(value, dict):
-        return max([level, *(_depth(v, level + 1) for v in value.values())])
-    if isinstance(value, list):
-        return max([level, *(_depth(v, level + 1) for v in value)])
-    return level
+def _too_deep(value: Any, limit: int) -> bool:
+    """True when containers nest deeper than `limit` levels (a scalar is level 1).
+
+    Iterative, and it stops descending past the limit: a hostile document thousands of
+    levels deep must be refused, not overflow the Python stack.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if level > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, level + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, level + 1) for v in node)
+    return False
 
 
 def check_metadata(value: dict[str, Any] | None) -> dict[str, Any]:
@@ -108,7 +125,7 @@ def check_metadata(value: dict[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInputError("metadata", "must be a JSON object")
-    if _depth(value) > MAX_METADATA_DEPTH:
+    if _too_deep(value, MAX_METADATA_DEPTH):
         raise InvalidInputError("metadata", f"is nested deeper than {MAX_METADATA_DEPTH} levels")
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
@@ -145,6 +162,26 @@ _OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,199}$")
 
 def check_owner(value: str) -> str:
     """An owner name: 1-200 characters of letters, digits and _ . @ : -."""
-    if not _OWNER.match(value):
+    if not _OWNER.fullmatch(value):
         raise InvalidInputError("owner", "must be 1-200 letters, digits, '_', '.', '@', ':' or '-'")
     return value
+
+
+def check_cursor(value: str | None) -> str | None:
+    """A list_entries cursor: refused early when it cannot be one (too long, NUL); decoded later."""
+    if value is None:
+        return None
+    if len(value) > MAX_CURSOR_CHARS or "\x00" in value:
+        raise InvalidInputError("cursor", "not a cursor returned by list_entries; omit it to start over")
+    return value
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """A timestamp bound; one without an offset is taken as UTC.
+
+    Mixing naive and aware bounds would otherwise fail to compare, and a naive value sent
+    to PostgreSQL would be read in the session's time zone.
+    """
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)

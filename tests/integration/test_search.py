@@ -129,7 +129,9 @@ def test_entry_in_both_branches_outranks_single_branch(app: App) -> None:
     result = service(app).search(OWNER, "how does vacuum reclaim dead tuples")
     check_breakdown(result)
     assert result.hits[0].id == both
-    in_both = [h.breakdown.vector_rank is not None and h.breakdown.lexical_rank is not None for h in result.hits]
+    in_both = [
+        h.breakdown.vector_rank is not None and h.breakdown.lexical_rank is not None for h in result.hits
+    ]
     assert in_both[0] and in_both == sorted(in_both, reverse=True)
 
 
@@ -187,7 +189,13 @@ def test_filters_apply_inside_both_branches(app: App) -> None:
 
 
 def test_every_filter(app: App) -> None:
-    a = add(app, "Alpha release notes for the mobile app.", tags=["release", "mobile"], source="wiki", language="en")
+    a = add(
+        app,
+        "Alpha release notes for the mobile app.",
+        tags=["release", "mobile"],
+        source="wiki",
+        language="en",
+    )
     b = add(app, "Beta release notes for the web app.", tags=["release", "web"], source="git", language="en")
     c = add(app, "Die Release-Notizen der App für Tablets.", tags=["release"], source="wiki", language="de")
     svc = service(app)
@@ -220,8 +228,13 @@ def test_every_filter(app: App) -> None:
         ({"mode": "fuzzy"}, "mode"),
         ({"min_similarity": 1.5}, "min_similarity"),
         ({"tags_all": "release"}, "tags_all"),
-        ({"created_after": datetime(2030, 1, 1, tzinfo=UTC), "created_before": datetime(2020, 1, 1, tzinfo=UTC)},
-         "created_after"),
+        (
+            {
+                "created_after": datetime(2030, 1, 1, tzinfo=UTC),
+                "created_before": datetime(2020, 1, 1, tzinfo=UTC),
+            },
+            "created_after",
+        ),
     ],
 )
 def test_invalid_input_names_the_field(app: App, kwargs: dict[str, object], field: str) -> None:
@@ -238,3 +251,12 @@ def test_query_at_the_length_limit_and_odd_characters(app: App) -> None:
     assert svc.search(OWNER, ("neil " * 200)[:1000]).status == "ok"
     for odd in ("O'Neil's", "a\\b", "x | y & !z", "'''", "foo:* <-> bar", "(((", "/usr/lib"):
         assert svc.search(OWNER, odd).status in ("ok", "no_matches")
+
+
+def test_long_queries_keep_at_most_32_terms_per_language(app: App) -> None:
+    words = [f"word{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(60)]
+    target = add(app, " ".join(words[:40]), language="en")
+    add(app, " ".join(words[20:]), language="en")
+    result = service(app).search(OWNER, " ".join(words), mode="lexical")
+    assert result.query_terms <= 32 and result.hits
+    assert {h.id for h in result.hits} >= {target}

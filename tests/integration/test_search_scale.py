@@ -32,7 +32,7 @@ TOPICS = [
     "a summary of the football season and the final match",
     "instructions for replacing the battery of the bicycle lamp",
 ]
-WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "kilo"]
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +55,13 @@ def big_settings(pg_server: EmbeddedServer, pg_home: Path, embedder: Embedder) -
     url = pg_server.url(name)
     rng = np.random.default_rng(42)
     base = np.asarray(embedder.embed_passages(TOPICS))
-    with psycopg.connect(url) as conn, conn.cursor().copy(
-        "COPY entries (body, tags, language, content_hash, embedding, embedding_model, embedding_dim) FROM STDIN"
-    ) as copy:
+    with (
+        psycopg.connect(url) as conn,
+        conn.cursor().copy(
+            "COPY entries (body, tags, language, content_hash, embedding, embedding_model, embedding_dim) "
+            "FROM STDIN"
+        ) as copy,
+    ):
         for i in range(ROWS):
             p, q = rng.integers(0, len(TOPICS), size=2)
             vec = base[p] + 0.3 * base[q] + 0.15 * rng.standard_normal(384) / np.sqrt(384)
@@ -65,8 +69,15 @@ def big_settings(pg_server: EmbeddedServer, pg_home: Path, embedder: Embedder) -
             body = f"{TOPICS[p]}, {' '.join(rng.choice(WORDS, size=3))}, entry {i}"
             tags = [RARE] if i % 100 == 7 else ["common"]
             copy.write_row(
-                (body, tags, "english", "sha256:" + f"{i:064x}", "[" + ",".join(map(str, vec)) + "]",
-                 embedder.model, 384)
+                (
+                    body,
+                    tags,
+                    "english",
+                    "sha256:" + f"{i:064x}",
+                    "[" + ",".join(map(str, vec)) + "]",
+                    embedder.model,
+                    384,
+                )
             )
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE entries")
@@ -101,16 +112,26 @@ def test_filtered_walk_fills_the_branch_through_the_index(app: App, embedder: Em
     # going past ef_search until LIMIT rows pass the 1% filter.
     vector = embedder.embed_queries(["football match"])[0]
     params = store.SearchParams(
-        owner="default", query="football match", top_k=20, vector=vector, model=embedder.model, dim=384,
-        use_lexical=False, filters=store.SearchFilters(tags_all=[RARE]),
+        owner="default",
+        query="football match",
+        top_k=20,
+        vector=vector,
+        model=embedder.model,
+        dim=384,
+        use_lexical=False,
+        filters=store.SearchFilters(tags_all=[RARE]),
     )
     assert app.pool is not None
     with app.pool.connection() as conn, conn.transaction():
         conn.execute(store.SQL_SET_KNOBS, store.knobs(params.tuning, True))
         for knob in ("enable_bitmapscan", "enable_seqscan", "enable_sort"):  # only the walk remains
             conn.execute(sql.SQL("SET LOCAL {} = off").format(sql.Identifier(knob)))
-        plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
-            sql.SQL("EXPLAIN ") + store.build_statement(params), store.bind(params)).fetchall())
+        plan = "\n".join(
+            r["QUERY PLAN"]
+            for r in conn.execute(
+                sql.SQL("EXPLAIN ") + store.build_statement(params), store.bind(params)
+            ).fetchall()
+        )
         rows = conn.execute(store.build_statement(params), store.bind(params)).fetchall()
     assert "entries_embedding_hnsw_384" in plan
     assert len([r for r in rows if r["id"] is not None]) == 20
@@ -152,8 +173,16 @@ def test_hnsw_index_in_custom_and_generic_plans(app: App, embedder: Embedder) ->
 
 def _fingerprint(result: SearchResult) -> list[tuple[object, ...]]:
     return [
-        (h.id, h.score, h.breakdown.vector_rank, h.breakdown.lexical_rank, h.breakdown.lexical_score,
-         h.breakdown.cosine_similarity, tuple(h.breakdown.matched_terms), h.snippet)
+        (
+            h.id,
+            h.score,
+            h.breakdown.vector_rank,
+            h.breakdown.lexical_rank,
+            h.breakdown.lexical_score,
+            h.breakdown.cosine_similarity,
+            tuple(h.breakdown.matched_terms),
+            h.snippet,
+        )
         for h in result.hits
     ]
 

@@ -57,8 +57,9 @@ def df_of(url: str, lexeme: str, owner: str = "default") -> int:
     """Live documents of `owner` holding `lexeme` (English), from the statistics."""
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "SELECT coalesce(sum(df), 0) FROM (SELECT df FROM lexical_df WHERE owner = %(o)s AND lexeme = %(l)s "
-            "UNION ALL SELECT delta FROM lexical_df_delta WHERE owner = %(o)s AND lexeme = %(l)s) s",
+            "SELECT coalesce(sum(df), 0) FROM ("
+            "SELECT df FROM lexical_df WHERE owner = %(o)s AND lexeme = %(l)s UNION ALL "
+            "SELECT delta FROM lexical_df_delta WHERE owner = %(o)s AND lexeme = %(l)s) s",
             {"o": owner, "l": lexeme},
         ).fetchone()
     assert row is not None
@@ -88,7 +89,10 @@ def test_stats_follow_every_write(settings: Settings, db_url: str) -> None:
             conn.execute("DELETE FROM entries WHERE id = %s", (a.id,))
         assert df_of(db_url, "falcon") == 0 and mismatches(db_url) == (0, 0)
         with app.pool.connection() as conn:
-            conn.execute(SQL_INSERT, ("default", [f"bulk pigeon {i}" for i in range(300)], [i % 10 == 0 for i in range(300)]))
+            conn.execute(
+                SQL_INSERT,
+                ("default", [f"bulk pigeon {i}" for i in range(300)], [i % 10 == 0 for i in range(300)]),
+            )
             merged = conn.execute("SELECT count(*) AS n FROM lexical_df_delta").fetchone()
         assert merged is not None and merged["n"] == 0  # a statement of 256+ live rows merges its deltas
         assert df_of(db_url, "bulk") == 270 and mismatches(db_url) == (0, 0)
@@ -97,7 +101,9 @@ def test_stats_follow_every_write(settings: Settings, db_url: str) -> None:
         assert mismatches(db_url) == (0, 0)
         with app.pool.connection() as conn:
             conn.execute("TRUNCATE entries")
-            left = conn.execute("SELECT (SELECT count(*) FROM lexical_df) + (SELECT count(*) FROM lexical_docs) AS n")
+            left = conn.execute(
+                "SELECT (SELECT count(*) FROM lexical_df) + (SELECT count(*) FROM lexical_docs) AS n"
+            )
             assert left.fetchone() == {"n": 0}
 
 
@@ -137,7 +143,9 @@ def test_migration_round_trip_with_rows(empty_db_url: str, rows: list[str]) -> N
     schema.downgrade(url, "0001_entries")
     with psycopg.connect(url) as conn:
         tables = conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'lexical%%'").fetchone()
-        triggers = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'entries_lexical%%'").fetchone()
+        triggers = conn.execute(
+            "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'entries_lexical%%'"
+        ).fetchone()
         storage = conn.execute(
             "SELECT attstorage FROM pg_attribute WHERE attrelid = 'entries'::regclass AND attname = 'tsv'"
         ).fetchone()

@@ -199,7 +199,9 @@ def _read_qrels(
                 # TREC layout (query-id, iteration, corpus-id, score): tolerated, the iteration is unused.
                 fields = [fields[0], fields[2], fields[3]]
             if len(fields) != 3:
-                problems.add(where, f"expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}")
+                problems.add(
+                    where, f"expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}"
+                )
                 continue
             qid, did, raw_score = fields
             try:
@@ -225,7 +227,9 @@ def load_dataset(directory: Path | str, split: str = "test") -> BeirDataset:
     """Read and validate a BEIR directory; DatasetError lists every problem with its file and line."""
     path = Path(directory).expanduser()
     if not path.is_dir():
-        raise DatasetError(f"{path}: not a directory (expected corpus.jsonl, queries.jsonl, qrels/{split}.tsv)")
+        raise DatasetError(
+            f"{path}: not a directory (expected corpus.jsonl, queries.jsonl, qrels/{split}.tsv)"
+        )
     files = {
         "corpus": path / "corpus.jsonl",
         "queries": path / "queries.jsonl",

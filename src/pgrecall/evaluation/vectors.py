@@ -85,7 +85,7 @@ class VectorCache:
             chunk = unique[start : start + _LOOKUP_CHUNK]
             marks = ",".join("?" * len(chunk))
             rows = self._conn.execute(
-                f"SELECT text_sha256, vector FROM vectors WHERE text_sha256 IN ({marks})",  # noqa: S608 - only '?' marks
+                f"SELECT text_sha256, vector FROM vectors WHERE text_sha256 IN ({marks})",
                 chunk,
             ).fetchall()
             for key, blob in rows:

@@ -481,7 +481,9 @@ class EntryStore:
             rows = conn.execute(SQL_BY_HASHES, {"owner": owner, "hashes": list(hashes)}).fetchall()
         return {r["content_hash"]: _entry(r) for r in rows}
 
-    def vectors(self, owner: str, ids: Sequence[uuid.UUID], model: str) -> dict[uuid.UUID, builtins.list[float]]:
+    def vectors(
+        self, owner: str, ids: Sequence[uuid.UUID], model: str
+    ) -> dict[uuid.UUID, builtins.list[float]]:
         """Stored vectors of `model` for these entries (for MMR inside the process)."""
         with owner_transaction(self.pool, owner) as conn:
             rows = conn.execute(SQL_VECTORS, {"owner": owner, "ids": list(ids), "model": model}).fetchall()

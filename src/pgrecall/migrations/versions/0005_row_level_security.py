@@ -21,6 +21,16 @@ down_revision = "0004_api_tokens"
 branch_labels = None
 depends_on = None
 
+# Operators the search uses inside the policy-filtered tables. Without LEAKPROOF the planner
+# must check the policy before them, so it cannot use the GIN indexes (tsv @@, tags @> / &&):
+# a search at 100k entries went from 16 ms to 190 ms. They reveal nothing about their
+# arguments through errors. Only a superuser may mark them; elsewhere search stays correct, slower.
+LEAKPROOF = (
+    "ts_match_vq(tsvector, tsquery)",
+    "arraycontains(anyarray, anyarray)",
+    "arrayoverlap(anyarray, anyarray)",
+)
+
 OWNER_TABLES = ("entries", "lexical_df", "lexical_df_delta", "lexical_docs", "lexical_docs_delta")
 ROLE = "pgrecall_app"
 
@@ -66,9 +76,29 @@ def upgrade() -> None:
         op.execute(
             f"CREATE POLICY {table}_operator ON {table} TO CURRENT_USER USING (true) WITH CHECK (true)"
         )
+    _set_leakproof("LEAKPROOF")
+
+
+def _set_leakproof(flag: str) -> None:
+    executes = " ".join(f"EXECUTE 'ALTER FUNCTION pg_catalog.{fn} {flag}';" for fn in LEAKPROOF)
+    op.execute(
+        f"""
+        DO $$
+        BEGIN
+            IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+                {executes}
+            ELSE
+                RAISE NOTICE 'not a superuser: under row-level security the text and tag filters cannot '
+                             'use their GIN indexes until a superuser marks {", ".join(LEAKPROOF)} {flag}';
+            END IF;
+        END
+        $$
+        """
+    )
 
 
 def downgrade() -> None:
+    _set_leakproof("NOT LEAKPROOF")
     for table in OWNER_TABLES:
         op.execute(f"DROP POLICY {table}_operator ON {table}")
         op.execute(f"DROP POLICY {table}_owner_isolation ON {table}")

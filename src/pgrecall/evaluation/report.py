@@ -1,0 +1,94 @@
+"""Presenting an evaluation: a text table, the JSON file, and a grouped bar chart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pgrecall.evaluation.runner import MEASURE_NAMES
+
+# Labels for the table and chart: ir-measures' RR@10 is what BEIR papers call MRR@10.
+LABELS = {"nDCG@10": "nDCG@10", "R@100": "Recall@100", "RR@10": "MRR@10"}
+
+
+def _fmt_ms(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, (int, float)) else "-"
+
+
+def table(doc: dict[str, Any]) -> str:
+    """The results as an aligned text table, one row per mode and one for bm25s, then the targets."""
+    ds, emb = doc["dataset"], doc["embedder"]
+    lines = [
+        f"{ds['name']}: {doc['load']['loaded']} documents, {ds['queries_evaluated']} queries, "
+        f"embedder {emb['model']}",
+    ]
+    header = (
+        f"{'':10}" + "".join(f"{LABELS[m]:>12}" for m in MEASURE_NAMES) + f"{'mean ms':>10}{'p95 ms':>10}"
+    )
+    lines += [header, "-" * len(header)]
+    for name, result in doc["results"].items():
+        metrics = result["metrics"]
+        lat = result.get("latency", {})
+        mean = lat.get("mean_ms", lat.get("mean_ms_batched"))
+        p95 = lat.get("p95_ms")
+        lines.append(
+            f"{name:10}"
+            + "".join(f"{metrics[m]:>12.4f}" for m in MEASURE_NAMES)
+            + f"{_fmt_ms(mean):>10}{_fmt_ms(p95):>10}"
+        )
+    lines.append(
+        "latency: one whole SearchService.search call (query embedding + SQL); "
+        "bm25s: in-memory batch, per query"
+    )
+    for target in doc["targets"].values():
+        verdict = "met" if target["met"] else "MISSED"
+        ratio = target.get("ratio")
+        lines.append(f"target {target['rule']}: {verdict} (ratio {ratio})")
+    load = doc["load"]
+    lines.append(
+        f"vectors: {load['embedded']} embedded, {load['cached']} from the cache ({load['cache_path']}); "
+        f"skipped documents: {sum(len(v) for v in load['skipped'].values())}"
+    )
+    return "\n".join(lines)
+
+
+def write_json(doc: dict[str, Any], path: Path) -> None:
+    """Write the document as indented JSON (parents created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def plot(doc: dict[str, Any], path: Path) -> None:
+    """A grouped bar chart: one group per measure, one bar per mode and bm25s, values on the bars."""
+    import matplotlib
+
+    # Agg: no display needed (servers, CI); set before pyplot is imported.
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems = list(doc["results"])
+    width = 0.8 / len(systems)
+    fig, ax = plt.subplots(figsize=(9, 5), dpi=120)
+    for i, name in enumerate(systems):
+        values = [doc["results"][name]["metrics"][m] for m in MEASURE_NAMES]
+        xs = [g + (i - (len(systems) - 1) / 2) * width for g in range(len(MEASURE_NAMES))]
+        bars = ax.bar(xs, values, width * 0.95, label=name)
+        ax.bar_label(bars, labels=[f"{v:.3f}" for v in values], fontsize=8, padding=2)
+    ax.set_xticks(range(len(MEASURE_NAMES)), [LABELS[m] for m in MEASURE_NAMES])
+    highest = max(r["metrics"][m] for r in doc["results"].values() for m in MEASURE_NAMES)
+    # Head room for the value labels above the tallest bar.
+    ax.set_ylim(0, max(0.1, min(1.12, highest * 1.18)))
+    ds = doc["dataset"]
+    ax.set_title(
+        f"pgrecall eval: {ds['name']} ({doc['load']['loaded']} docs, {ds['queries_evaluated']} queries), "
+        f"{doc['embedder']['model']}",
+        fontsize=10,
+    )
+    ax.set_ylabel("score")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=9, ncols=len(systems), frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)

