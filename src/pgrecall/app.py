@@ -12,7 +12,7 @@ from psycopg_pool import ConnectionPool
 from pgrecall import schema
 from pgrecall.config import Settings
 from pgrecall.db import APP_ROLE, Database
-from pgrecall.embeddings import create_embedder
+from pgrecall.embeddings import CachedQueryEmbedder, create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.language import LanguageCatalog, LanguageDetector
 from pgrecall.retrieval_service import RetrievalService
@@ -38,7 +38,10 @@ class App:
         self.db = Database(settings)
         # "settings": the provider PGRECALL_EMBEDDER names (it loads lazily, on first use);
         # None: no embedder at all, every vector stays pending.
-        self._embedder: Embedder | None = create_embedder(settings) if isinstance(embedder, str) else embedder
+        # Query vectors are cached in memory (bounded, never persisted): assistants repeat queries.
+        self._embedder: Embedder | None = (
+            CachedQueryEmbedder(create_embedder(settings)) if isinstance(embedder, str) else embedder
+        )
         self._check_schema = check_schema
         # restricted: run as the row-level-security role (the MCP server); else as the login
         # role (operator commands that work across owners).
