@@ -10,6 +10,7 @@ from pgrecall.errors import InvalidInputError
 from pgrecall.models import snippet
 from pgrecall.retrieval import Candidate, estimate_tokens, pack
 from pgrecall.retrieval_service import Ranked, RetrievalService
+from pgrecall.search import MAX_QUERY_CHARS
 
 MIN_BUDGET, MAX_BUDGET = 50, 100_000
 MAX_SECTIONS = 8
@@ -82,6 +83,16 @@ def _check_sections(sections: Sequence[str] | None) -> list[str] | None:
     return clean
 
 
+def _section_query(section: str, query: str | None) -> str:
+    """The section name, then the query, within the search text limit (the section survives a cut)."""
+    if not query or not query.strip():
+        return section
+    text = f"{section}: {' '.join(query.split())}"
+    if len(text) > MAX_QUERY_CHARS:
+        text = text[:MAX_QUERY_CHARS].rsplit(" ", 1)[0]
+    return text
+
+
 def build_context(
     retrieval: RetrievalService,
     owner: str,
@@ -96,7 +107,7 @@ def build_context(
 ) -> BuiltContext:
     """Retrieve (pins first), then fit whole entries, best first, into the budget.
 
-    With sections, each section name is searched as a sub-topic of the query (query + name),
+    With sections, each section name is searched as a sub-topic of the query ("name: query"),
     gets an equal share of the budget, and lists its labels in `by_section`; an entry used by
     an earlier section is not repeated. Pins go to the first section.
     """
@@ -108,9 +119,7 @@ def build_context(
         raise InvalidInputError("token_budget", f"must be an integer from {MIN_BUDGET} to {MAX_BUDGET}")
     names = _check_sections(sections)
     groups: list[tuple[str | None, str | None]] = (
-        [(None, query)]
-        if names is None
-        else [(name, f"{query} {name}" if query and query.strip() else name) for name in names]
+        [(None, query)] if names is None else [(name, _section_query(name, query)) for name in names]
     )
     share = token_budget // len(groups)
     blocks: list[str] = []

@@ -95,6 +95,12 @@ class Database:
             configure=configure,
             # A broken connection (server restarted) is detected at checkout, not by the query.
             check=ConnectionPool.check_connection,
+            # psycopg_pool's defaults (wait 30 s for a connection, retry a lost server with
+            # doubling delays for up to 300 s) made recovery after a PostgreSQL restart take as
+            # long as the outage; with these, calls during an outage fail within 10 s and the
+            # first call after the restart reconnects at once.
+            timeout=10,
+            reconnect_timeout=10,
             open=False,
             name="pgrecall",
         )

@@ -202,7 +202,7 @@ class EntryService:
             language = self.catalog.resolve_explicit(language).regconfig
         clean = ListFilters(
             kind=check_kind(filters.kind) if filters.kind is not None else None,
-            source=filters.source,
+            source=check_source(filters.source),
             language=language,
             tags_all=check_tags(filters.tags_all, "tags_all") if filters.tags_all is not None else None,
             tags_any=check_tags(filters.tags_any, "tags_any") if filters.tags_any is not None else None,

@@ -218,14 +218,9 @@ async def test_postgres_restart_under_a_running_server(own_postgres: EmbeddedSer
             assert (await call(client, "stats"))["entries"] == 2
             assert served.health() == 200
     assert served.proc.returncode == 0, served.log.read_text()[-3000:]
-    if first_failed:
-        # Known, in db.py's pool settings: psycopg_pool retries a lost connection with doubling
-        # delays (1, 2, 4 … s, given up only after reconnect_timeout = 300 s), so after an outage
-        # of T seconds the next attempt can come ~T seconds after PostgreSQL is back, and calls
-        # wait for the pool timeout (30 s) and fail meanwhile. reconnect_timeout ≈ 10 s (the pool
-        # then reconnects on demand, at once) and timeout ≈ 10 s fix it. Turn this into a failure
-        # once that is in.
-        pytest.xfail("the first call after the PostgreSQL restart failed (pool reconnect backoff)")
+    # db.py's pool reconnects on demand (reconnect_timeout 10 s): the first call after the
+    # restart must succeed, not only a later retry.
+    assert not first_failed, "the first call after the PostgreSQL restart failed"
 
 
 # -- the embedder killed mid-load ----------------------------------------------------------------

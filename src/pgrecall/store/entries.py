@@ -272,7 +272,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         padded = cursor + "=" * (-len(cursor) % 4)
         ts, ident = json.loads(base64.urlsafe_b64decode(padded.encode()))
         return datetime.fromisoformat(ts), uuid.UUID(ident)
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, RecursionError):
         raise InvalidInputError(
             "cursor", "not a cursor returned by list_entries; omit it to start over"
         ) from None
