@@ -206,6 +206,7 @@ def main() -> None:
     from pgrecall import (  # noqa: F401 - the modules register their commands
         cli_bench,
         cli_entries,
+        cli_eval,
         cli_ops,
         cli_serve,
         cli_tokens,
