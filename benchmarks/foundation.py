@@ -77,7 +77,9 @@ def main() -> None:
         for mode, flag in (("lingua_high_accuracy", "1"), ("lingua_low_accuracy", "0")):
             probe = subprocess.run(
                 [sys.executable, "-c", LINGUA_PROBE, json.dumps(configs), flag],
-                capture_output=True, text=True, check=True,
+                capture_output=True,
+                text=True,
+                check=True,
             )
             out[mode] = json.loads(probe.stdout)
     finally:

@@ -111,7 +111,7 @@ class App:
             else counts["state"].get("live", 0),
             "embedding_model": model,
             "embedding_dim": self._embedder.dim if self._embedder is not None else None,
-            "schema_revision": schema.current_revision(self.db.url),
+            "schema_revision": self.store.schema_revision(),
         }
 
     def close(self) -> None:

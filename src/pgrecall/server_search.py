@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from pgrecall.citations import MAX_CITATIONS, verify
 from pgrecall.context import MAX_BUDGET, MAX_SECTIONS, MIN_BUDGET, build_context
-from pgrecall.models import Status
+from pgrecall.models import Status, snippet
 from pgrecall.observability import observe
 from pgrecall.retrieval import MMR_LAMBDA
 from pgrecall.retrieval_service import MAX_PINS, MAX_SELECTION_CHARS, Ranked
@@ -139,7 +139,7 @@ def _hit(rank: int, ranked: Ranked, explain: bool) -> Hit:
         rank=rank,
         id=str(entry.id),
         title=entry.title,
-        snippet=hit.snippet if hit is not None else " ".join(entry.body.split())[:240],
+        snippet=hit.snippet if hit is not None else snippet(entry.body),
         tags=entry.tags,
         source=entry.source,
         language=entry.language,

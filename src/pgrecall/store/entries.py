@@ -135,6 +135,8 @@ SELECT id, embedding::text AS embedding FROM entries
 WHERE owner = %(owner)s AND id = ANY(%(ids)s::uuid[]) AND embedding_model = %(model)s
 """
 
+SQL_SCHEMA_REVISION = "SELECT version_num FROM alembic_version"
+
 SQL_OWNERS = "SELECT DISTINCT owner FROM entries ORDER BY owner"
 
 SQL_PENDING_TOTAL = """
@@ -488,3 +490,9 @@ class EntryStore:
         with owner_transaction(self.pool, owner) as conn:
             rows = conn.execute(SQL_VECTORS, {"owner": owner, "ids": list(ids), "model": model}).fetchall()
         return {r["id"]: [float(x) for x in r["embedding"].strip("[]").split(",")] for r in rows}
+
+    def schema_revision(self) -> str | None:
+        """The Alembic revision of the database (read through the pool, no extra connection)."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_SCHEMA_REVISION).fetchone()
+        return str(row["version_num"]) if row is not None else None
