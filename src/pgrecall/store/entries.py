@@ -243,8 +243,8 @@ class Page:
     next_cursor: str | None
 
 
-def _vector_literal(values: Sequence[float] | None) -> str | None:
-    # pgvector's text form; sent as a bound text parameter and cast server-side.
+def vector_literal(values: Sequence[float] | None) -> str | None:
+    """pgvector's text form, sent as a bound text parameter and cast server-side."""
     if values is None:
         return None
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
@@ -293,7 +293,7 @@ class EntryStore:
     def create(self, owner: str, new: NewEntry) -> tuple[Entry, bool]:
         """Insert one entry; returns (entry, created). With an idempotency key already used, the
         earlier entry and False."""
-        vector = _vector_literal(new.embedding)
+        vector = vector_literal(new.embedding)
         params = {
             "owner": owner,
             "kind": new.kind,
@@ -348,7 +348,7 @@ class EntryStore:
         self, owner: str, entry_id: uuid.UUID, changes: EntryChanges, *, expected_version: int | None = None
     ) -> Entry:
         """Apply a partial update, bump version; NotFoundError if absent, deleted or at another version."""
-        vector = _vector_literal(changes.embedding)
+        vector = vector_literal(changes.embedding)
         params = {
             "owner": owner,
             "id": entry_id,
@@ -430,7 +430,7 @@ class EntryStore:
             "owner": owner,
             "id": entry_id,
             "content_hash": content_hash,
-            "embedding": _vector_literal(vector),
+            "embedding": vector_literal(vector),
             "model": model,
             "dim": len(vector),
         }

@@ -12,6 +12,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from pgrecall.store.entries import vector_literal
 from pgrecall.store.search_sql import FILTER_SQL, MAX_QUERY_TERMS, SQL_SEARCH, SQL_SET_KNOBS
 
 __all__ = [
@@ -178,13 +179,6 @@ def bind(params: SearchParams) -> dict[str, Any]:
         "f_updated_after": f.updated_after,
         "f_updated_before": f.updated_before,
     }
-
-
-def vector_literal(values: Sequence[float] | None) -> str | None:
-    """pgvector's text form, sent as a bound parameter."""
-    if values is None:
-        return None
-    return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
 def has_filters(filters: SearchFilters) -> bool:

@@ -23,7 +23,7 @@ import psycopg
 from pgrecall.content import content_hash
 from pgrecall.errors import InvalidInputError, PgrecallError
 from pgrecall.language import LanguageCatalog, LanguageDetector
-from pgrecall.store.entries import parse_id
+from pgrecall.store.entries import parse_id, vector_literal
 from pgrecall.store.transfer import ConflictPolicy, MergeCounts, StagedRow, TransferStore
 from pgrecall.validation import check_body, check_kind, check_metadata, check_source, check_tags, check_title
 
@@ -136,7 +136,7 @@ def _vector(obj: dict[str, Any]) -> tuple[str | None, str | None, int | None]:
         raise InvalidInputError("embedding_model", "is required with embedding (the model that made it)")
     if dim is not None and dim != len(values):
         raise InvalidInputError("embedding_dim", f"is {dim!r} but embedding has {len(values)} numbers")
-    return "[" + ",".join(repr(float(v)) for v in values) + "]", model, len(values)
+    return vector_literal(values), model, len(values)
 
 
 class RecordValidator:
