@@ -37,7 +37,7 @@ from pgrecall.evaluation.dataset import BeirDataset
 from pgrecall.evaluation.vectors import VectorCache, text_key
 from pgrecall.language import LanguageDetector
 from pgrecall.service import embedding_text
-from pgrecall.store.entries import SQL_INSERT
+from pgrecall.store.entries_sql import SQL_INSERT
 from pgrecall.store.scope import owner_transaction
 from pgrecall.store.search import vector_literal
 from pgrecall.validation import check_body, check_source, check_title

@@ -1,0 +1,139 @@
+"""SQL of the entry store: constant text, bound parameters only."""
+
+# Columns every read returns: never the vector itself.
+COLUMNS = """
+    id, owner, kind, source, title, body, tags, metadata, language::text AS language,
+    content_hash, version, created_at, updated_at, deleted_at, embedding_model, embedding_dim
+"""
+
+# ON CONFLICT makes a repeated idempotency key a no-op even when two servers race
+# on it: the unique index decides, the loser reads the winner's row.
+SQL_INSERT = f"""
+INSERT INTO entries (owner, kind, source, title, body, tags, metadata, language, content_hash,
+                     embedding, embedding_model, embedding_dim, idempotency_key)
+VALUES (%(owner)s, %(kind)s, %(source)s, %(title)s, %(body)s, %(tags)s, %(metadata)s,
+        %(language)s::regconfig, %(content_hash)s, %(embedding)s::vector, %(embedding_model)s,
+        %(embedding_dim)s, %(idempotency_key)s)
+ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING {COLUMNS}
+"""
+
+SQL_BY_IDEMPOTENCY_KEY = f"""
+SELECT {COLUMNS} FROM entries WHERE owner = %(owner)s AND idempotency_key = %(idempotency_key)s
+"""
+
+SQL_BY_HASH = f"""
+SELECT {COLUMNS} FROM entries
+WHERE owner = %(owner)s AND content_hash = %(content_hash)s AND deleted_at IS NULL
+ORDER BY created_at, id
+LIMIT %(limit)s
+"""
+
+SQL_GET = f"SELECT {COLUMNS} FROM entries WHERE owner = %(owner)s AND id = %(id)s"
+
+# COALESCE keeps a field when the caller did not send it; the `set_*` flags let a
+# caller clear a nullable field explicitly (source/title to NULL).
+SQL_UPDATE = f"""
+UPDATE entries SET
+    kind = COALESCE(%(kind)s, kind),
+    source = CASE WHEN %(set_source)s THEN %(source)s ELSE source END,
+    title = CASE WHEN %(set_title)s THEN %(title)s ELSE title END,
+    body = COALESCE(%(body)s, body),
+    tags = COALESCE(%(tags)s, tags),
+    metadata = COALESCE(%(metadata)s, metadata),
+    language = COALESCE(%(language)s::regconfig, language),
+    content_hash = COALESCE(%(content_hash)s, content_hash),
+    embedding = CASE WHEN %(reset_embedding)s THEN %(embedding)s::vector ELSE embedding END,
+    embedding_model = CASE WHEN %(reset_embedding)s THEN %(embedding_model)s ELSE embedding_model END,
+    embedding_dim = CASE WHEN %(reset_embedding)s THEN %(embedding_dim)s ELSE embedding_dim END,
+    version = version + 1,
+    updated_at = clock_timestamp()
+WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NULL
+  AND (%(expected_version)s::integer IS NULL OR version = %(expected_version)s::integer)
+RETURNING {COLUMNS}
+"""
+
+SQL_SOFT_DELETE = f"""
+UPDATE entries SET deleted_at = clock_timestamp(), updated_at = clock_timestamp()
+WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NULL
+RETURNING {COLUMNS}
+"""
+
+SQL_RESTORE = f"""
+UPDATE entries SET deleted_at = NULL, updated_at = clock_timestamp()
+WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NOT NULL
+RETURNING {COLUMNS}
+"""
+
+# Keyset pagination, newest first: (created_at, id) is unique and never changes,
+# so rows inserted while a caller pages can neither shift nor repeat earlier pages.
+SQL_LIST = f"""
+SELECT {COLUMNS} FROM entries
+WHERE owner = %(owner)s
+  AND (%(include_deleted)s OR deleted_at IS NULL)
+  AND (%(kind)s::text IS NULL OR kind = %(kind)s)
+  AND (%(source)s::text IS NULL OR source = %(source)s)
+  AND (%(language)s::regconfig IS NULL OR language = %(language)s::regconfig)
+  AND (%(tags_all)s::text[] IS NULL OR tags @> %(tags_all)s::text[])
+  AND (%(tags_any)s::text[] IS NULL OR tags && %(tags_any)s::text[])
+  AND (%(created_after)s::timestamptz IS NULL OR created_at >= %(created_after)s)
+  AND (%(created_before)s::timestamptz IS NULL OR created_at < %(created_before)s)
+  AND (%(cursor_ts)s::timestamptz IS NULL OR (created_at, id) < (%(cursor_ts)s, %(cursor_id)s::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT %(limit)s
+"""
+
+SQL_SET_EMBEDDING = """
+UPDATE entries SET embedding = %(embedding)s::vector, embedding_model = %(model)s, embedding_dim = %(dim)s
+WHERE owner = %(owner)s AND id = %(id)s AND content_hash = %(content_hash)s
+"""
+
+SQL_PENDING = """
+SELECT id, title, body, content_hash FROM entries
+WHERE owner = %(owner)s AND deleted_at IS NULL AND embedding_model IS DISTINCT FROM %(model)s
+  AND (%(after)s::uuid IS NULL OR id > %(after)s::uuid)
+ORDER BY id
+LIMIT %(limit)s
+"""
+
+SQL_PENDING_COUNT = """
+SELECT count(*) AS n FROM entries
+WHERE owner = %(owner)s AND deleted_at IS NULL AND embedding_model IS DISTINCT FROM %(model)s
+"""
+
+SQL_MANY = f"SELECT {COLUMNS} FROM entries WHERE owner = %(owner)s AND id = ANY(%(ids)s::uuid[])"
+
+# One live entry per hash: the oldest, so a pin always resolves to the same entry.
+SQL_BY_HASHES = f"""
+SELECT DISTINCT ON (content_hash) {COLUMNS} FROM entries
+WHERE owner = %(owner)s AND content_hash = ANY(%(hashes)s::text[]) AND deleted_at IS NULL
+ORDER BY content_hash, created_at, id
+"""
+
+# Vectors leave the store only for in-process re-ranking (MMR); never in a response.
+SQL_VECTORS = """
+SELECT id, embedding::text AS embedding FROM entries
+WHERE owner = %(owner)s AND id = ANY(%(ids)s::uuid[]) AND embedding_model = %(model)s
+"""
+
+SQL_SCHEMA_REVISION = "SELECT version_num FROM alembic_version"
+
+SQL_OWNERS = "SELECT DISTINCT owner FROM entries ORDER BY owner"
+
+SQL_PENDING_TOTAL = """
+SELECT count(*) AS n FROM entries WHERE deleted_at IS NULL AND embedding_model IS DISTINCT FROM %(model)s
+"""
+
+SQL_COUNT_BY = """
+SELECT 'language' AS dimension, language::text AS value, count(*) AS n
+FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL GROUP BY language
+UNION ALL
+SELECT 'kind', kind, count(*) FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL GROUP BY kind
+UNION ALL
+SELECT 'state', CASE WHEN deleted_at IS NULL THEN 'live' ELSE 'deleted' END, count(*)
+FROM entries WHERE owner = %(owner)s GROUP BY 2
+UNION ALL
+SELECT 'vector_model', coalesce(embedding_model, '(pending)'), count(*)
+FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL GROUP BY 2
+ORDER BY 1, 2
+"""
