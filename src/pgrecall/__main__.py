@@ -1,5 +1,5 @@
 """`python -m pgrecall` = the `pgrecall` command."""
 
-from pgrecall.cli import main
+from pgrecall.cli.root import main
 
 main()

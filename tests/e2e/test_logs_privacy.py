@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 
 from pgrecall.config import Settings
-from pgrecall.embeddings.benchmark import free_local_port
+from pgrecall.evaluation.embedders import free_local_port
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from pgrecall.config import Settings
-from tests.e2e.conftest import call, call_error
-from tests.e2e.test_mcp_transports import _env, running_http_server
+from tests.helpers.mcp_calls import call, call_error
+from tests.helpers.subprocess_server import running_http_server
+from tests.helpers.subprocess_server import server_env as _env
 
 pytestmark = pytest.mark.anyio
 

@@ -9,9 +9,9 @@ from mcp import Client
 
 from pgrecall.app import App
 from pgrecall.config import Settings
-from pgrecall.runtime import Runtime
-from pgrecall.server import create_server
-from tests.e2e.conftest import call, call_error
+from pgrecall.mcp.runtime import Runtime
+from pgrecall.mcp.server import create_server
+from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
 

@@ -7,8 +7,8 @@ import uuid
 import pytest
 from mcp import Client
 
-from pgrecall.runtime import Runtime
-from tests.e2e.conftest import call, call_error
+from pgrecall.mcp.runtime import Runtime
+from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from pgrecall.runtime import Runtime
-from tests.e2e.conftest import call, call_error
+from pgrecall.mcp.runtime import Runtime
+from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
 
@@ -68,7 +68,7 @@ async def test_filters_and_empty_states(client: Client) -> None:
 
 
 async def test_degraded_search_without_embedder(runtime: Runtime) -> None:
-    from pgrecall.server import create_server
+    from pgrecall.mcp.server import create_server
 
     runtime.app.search.embedder = None
     async with Client(create_server(runtime)) as client:

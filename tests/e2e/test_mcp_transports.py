@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,17 +14,11 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from pgrecall.config import Settings
-from tests.e2e.conftest import call
+from tests.helpers.mcp_calls import call
+from tests.helpers.subprocess_server import running_http_server
+from tests.helpers.subprocess_server import server_env as _env
 
 pytestmark = pytest.mark.anyio
-
-
-def _env(settings: Settings) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
-    assert settings.database_url is not None
-    env["PGRECALL_DATABASE_URL"] = settings.database_url.get_secret_value()
-    env["PGRECALL_HOME"] = str(settings.home)
-    return env
 
 
 async def _exercise(client: Client) -> None:
@@ -99,44 +89,6 @@ def test_stdio_stdout_carries_only_protocol(settings: Settings) -> None:
     assert "result" in answers[3]
     # Logs went to stderr, as JSON lines, without entry text.
     assert any('"tool": "stats"' in line for line in stderr.splitlines())
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def running_http_server(env: dict[str, str], log_path: Path, *extra: str) -> Iterator[str]:
-    """Start `pgrecall serve --transport http` on a free port; yield its base URL once healthy."""
-    port = _free_port()
-    log = log_path.open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pgrecall", "serve", "--transport", "http", "--port", str(port), *extra],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "server did not become healthy"
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
-    assert proc.returncode == 0, log_path.read_text()
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from mcp import Client
 
 from pgrecall.app import App
 from pgrecall.config import Settings
-from pgrecall.db import APP_ROLE
-from pgrecall.runtime import Runtime
-from pgrecall.server import create_server
-from tests.e2e.conftest import call, call_error
+from pgrecall.db.database import APP_ROLE
+from pgrecall.mcp.runtime import Runtime
+from pgrecall.mcp.server import create_server
+from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
 

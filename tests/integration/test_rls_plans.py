@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psycopg
 
-from pgrecall.db import APP_ROLE
+from pgrecall.db.database import APP_ROLE
 
 QUERIES = {
     "entries_tsv_gin": "SELECT id FROM entries WHERE tsv @@ to_tsquery('english', 'harbour')",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,8 +13,9 @@ from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.embeddings.base import EmbeddingError
 from pgrecall.errors import InvalidInputError
-from pgrecall.search import SearchResult, SearchService
+from pgrecall.services.search import SearchResult, SearchService
 from pgrecall.store.search import Tuning
+from tests.helpers.search import KeywordSearch
 
 OWNER = "default"
 
@@ -48,10 +50,12 @@ def app(settings: Settings) -> Iterator[App]:
         yield opened
 
 
-def service(app: App, **tuning: int) -> SearchService:
-    """A SearchService wired as App.open would wire it."""
+def service(app: App, **tuning: int) -> KeywordSearch:
+    """A SearchService wired as App.open would wire it, called with keyword filters."""
     assert app.pool is not None
-    return SearchService(app.settings, app.pool, app.catalog, app.embedder, tuning=Tuning(**tuning))
+    return KeywordSearch(
+        SearchService(app.settings, app.pool, app.catalog, app.embedder, tuning=Tuning(**tuning))
+    )
 
 
 def add(app: App, text: str, **kw: object) -> str:
@@ -73,9 +77,9 @@ def check_breakdown(result: SearchResult, k: int = 60) -> None:
             assert b.regconfig == hit.language and b.matched_terms and b.lexical_score > 0
     scores = [(-h.score, h.id) for h in result.hits]
     assert scores == sorted(scores)
-    dumped = json.dumps(result.model_dump(mode="json"))
+    dumped = json.dumps(asdict(result), default=str)
     assert "embedding" not in dumped.replace("embedding_model", "")
-    assert not any(isinstance(v, list) and len(v) > 64 for v in _values(result.model_dump()))
+    assert not any(isinstance(v, list) and len(v) > 64 for v in _values(asdict(result)))
 
 
 def _values(obj: object) -> Iterator[object]:
@@ -139,7 +143,7 @@ def test_degraded_lexical_only_when_embedder_fails(app: App) -> None:
     target = add(app, "Backups run every night at two o'clock.", language="en")
     assert app.pool is not None
     for embedder in (FailingEmbedder(), None):
-        svc = SearchService(app.settings, app.pool, app.catalog, embedder)  # type: ignore[arg-type]
+        svc = KeywordSearch(SearchService(app.settings, app.pool, app.catalog, embedder))  # type: ignore[arg-type]
         for mode in ("hybrid", "vector"):
             result = svc.search(OWNER, "when do backups run", mode=mode)
             assert result.degraded and result.degraded_reason

@@ -14,11 +14,13 @@ from psycopg import sql
 
 from pgrecall.app import App
 from pgrecall.config import Settings
-from pgrecall.embedded import EmbeddedServer
+from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.domain.entries import EntryFilters
 from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
-from pgrecall.search import SearchResult, SearchService
+from pgrecall.services.search import SearchResult, SearchService
 from pgrecall.store import search as store
+from tests.helpers.search import KeywordSearch
 
 ROWS = 3000
 RARE = "rare"  # on 1% of rows
@@ -93,10 +95,10 @@ def app(big_settings: Settings, embedder: Embedder) -> Iterator[App]:
         yield opened
 
 
-def svc(app: App) -> SearchService:
-    """SearchService as App.open wires it."""
+def svc(app: App) -> KeywordSearch:
+    """SearchService as App.open wires it, called with keyword filters."""
     assert app.pool is not None
-    return SearchService(app.settings, app.pool, app.catalog, app.embedder)
+    return KeywordSearch(SearchService(app.settings, app.pool, app.catalog, app.embedder))
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "lexical"])
@@ -119,7 +121,7 @@ def test_filtered_walk_fills_the_branch_through_the_index(app: App, embedder: Em
         model=embedder.model,
         dim=384,
         use_lexical=False,
-        filters=store.SearchFilters(tags_all=[RARE]),
+        filters=EntryFilters(tags_all=[RARE]),
     )
     assert app.pool is not None
     with app.pool.connection() as conn, conn.transaction():

@@ -7,9 +7,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgrecall import schema
 from pgrecall.app import App
 from pgrecall.config import Settings
+from pgrecall.db import migrate as schema
 
 # Differences between the maintained statistics (base + deltas) and a recount of live rows.
 SQL_DF_MISMATCH = """

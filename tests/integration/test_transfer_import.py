@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import pgrecall.cli_transfer  # noqa: F401 - registers export/import/redetect-language
 from pgrecall.app import App
-from pgrecall.cli import app as cli_app
+from pgrecall.cli.root import app as cli_app
 from pgrecall.config import Settings
-from pgrecall.content import content_hash
-from pgrecall.store.entries import ListFilters
-from pgrecall.transfer.importer import ImportOptions, ImportReport, RecordValidator, import_jsonl
+from pgrecall.domain.entries import EntryFilters
+from pgrecall.domain.text import content_hash
+from pgrecall.services.transfer.importer import ImportOptions, ImportReport, RecordValidator, import_jsonl
 
 OWNER = "default"
 MAX_CHARS = 2000
@@ -49,7 +48,7 @@ def _import(app: App, path: Path, **options: Any) -> ImportReport:
 
 
 def _count(app: App) -> int:
-    return len(app.entries.list(OWNER, ListFilters(include_deleted=True), limit=200).entries)
+    return len(app.entries.list(OWNER, EntryFilters(include_deleted=True), limit=200).entries)
 
 
 def _bad_file(tmp_path: Path) -> tuple[Path, str]:
@@ -203,5 +202,5 @@ def test_iso_codes_and_regconfig_names_are_both_accepted(app: App, tmp_path: Pat
     lines = [_line("english by code", language="en"), _line("french by config name", language="french")]
     report = _import(app, _write(tmp_path, lines))
     assert report.inserted == 2 and report.errors == []
-    languages = {e.body: e.language for e in app.entries.list(OWNER, ListFilters(), limit=10).entries}
+    languages = {e.body: e.language for e in app.entries.list(OWNER, EntryFilters(), limit=10).entries}
     assert languages == {"english by code": "english", "french by config name": "french"}

@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import pgrecall.cli_transfer  # noqa: F401 - registers export/import/redetect-language
 from pgrecall.app import App
-from pgrecall.cli import app as cli_app
+from pgrecall.cli.root import app as cli_app
 from pgrecall.config import Settings
-from pgrecall.store.entries import Entry, ListFilters
-from pgrecall.transfer.importer import ImportOptions, ImportReport, RecordValidator
-from pgrecall.transfer.memory_json import entity_id, entity_kind, import_memory_json
+from pgrecall.domain.entries import Entry, EntryFilters
+from pgrecall.services.transfer.importer import ImportOptions, ImportReport, RecordValidator
+from pgrecall.services.transfer.memory_json import entity_id, entity_kind, import_memory_json
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "memory.json"
 OWNER = "memory-owner"
@@ -39,7 +38,7 @@ def _import(app: App, path: Path, **options: Any) -> ImportReport:
 
 
 def _entries(app: App) -> dict[str, Entry]:
-    page = app.entries.list(OWNER, ListFilters(), limit=100)
+    page = app.entries.list(OWNER, EntryFilters(), limit=100)
     return {e.title or "": e for e in page.entries}
 
 

@@ -16,13 +16,12 @@ from psycopg import sql
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
-import pgrecall.cli_transfer  # noqa: F401 - registers export/import/redetect-language
 from pgrecall.app import App
-from pgrecall.cli import app as cli_app
+from pgrecall.cli.root import app as cli_app
 from pgrecall.config import Settings
-from pgrecall.embedded import EmbeddedServer
-from pgrecall.transfer.export import export_jsonl
-from pgrecall.transfer.importer import ImportOptions, ImportReport, RecordValidator, import_jsonl
+from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.services.transfer.export import export_jsonl
+from pgrecall.services.transfer.importer import ImportOptions, ImportReport, RecordValidator, import_jsonl
 
 MODEL = "test-model-384"
 

@@ -2,7 +2,7 @@ import hashlib
 
 import pytest
 
-from pgrecall.content import content_hash, normalize_text
+from pgrecall.domain.text import content_hash, normalize_text
 
 
 @pytest.mark.parametrize(

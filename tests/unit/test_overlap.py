@@ -1,4 +1,4 @@
-from pgrecall.overlap import overlap, shingles
+from pgrecall.domain.text import overlap, shingles
 
 
 def test_identical_and_disjoint() -> None:

@@ -1,4 +1,4 @@
-from pgrecall.retrieval import Candidate, dedup, estimate_tokens, mmr, order_pins, pack
+from pgrecall.domain.ranking import Candidate, dedup, estimate_tokens, mmr, order_pins, pack
 
 
 def _c(key: str, body: str, score: float = 1.0, digest: str | None = None) -> Candidate[str]:

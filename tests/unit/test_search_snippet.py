@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from pgrecall.domain.entries import EntryFilters
+from pgrecall.domain.text import make_snippet
+from pgrecall.domain.validation import check_mode, check_query
 from pgrecall.errors import InvalidInputError
-from pgrecall.search import check_mode, check_query, make_snippet
-from pgrecall.store.search import SQL_SEARCH, SearchFilters, SearchParams, build_statement, has_filters
+from pgrecall.store.search import SQL_SEARCH, SearchParams, build_statement, has_filters
 
 FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 12
 
@@ -39,7 +41,7 @@ def test_query_and_mode_rules() -> None:
 
 def test_statement_is_constant_but_for_the_fragments() -> None:
     plain = SearchParams(owner="o", query="q", top_k=5, vector=[0.0] * 512, dim=512)
-    filtered = SearchParams(owner="o", query="q", top_k=5, filters=SearchFilters(kind="note", tags_any=["a"]))
+    filtered = SearchParams(owner="o", query="q", top_k=5, filters=EntryFilters(kind="note", tags_any=["a"]))
     assert not has_filters(plain.filters) and has_filters(filtered.filters)
     text = build_statement(plain).as_string()
     assert "vector(512)" in text and "e.kind =" not in text

@@ -1,8 +1,8 @@
 import pytest
 
+from pgrecall.domain.validation import check_body, check_kind, check_metadata, check_tags, parse_id
 from pgrecall.errors import InvalidInputError
-from pgrecall.store.entries import decode_cursor, parse_id
-from pgrecall.validation import check_body, check_kind, check_metadata, check_tags
+from pgrecall.store.entries import decode_cursor
 
 
 def test_body_rules() -> None:

@@ -23,24 +23,21 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
-from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 from tqdm import tqdm
 
-from pgrecall import schema
 from pgrecall.config import Settings
-from pgrecall.content import content_hash
-from pgrecall.db import Database
+from pgrecall.db import migrate as schema
+from pgrecall.db.database import Database
+from pgrecall.domain.entries import NewEntry, embedding_text
+from pgrecall.domain.language import LanguageDetector
+from pgrecall.domain.text import content_hash
+from pgrecall.domain.validation import check_body, check_source, check_title
 from pgrecall.embeddings.base import Embedder, EmbeddingError
 from pgrecall.errors import InvalidInputError, PgrecallError
 from pgrecall.evaluation.dataset import BeirDataset
 from pgrecall.evaluation.vectors import VectorCache, text_key
-from pgrecall.language import LanguageDetector
-from pgrecall.service import embedding_text
-from pgrecall.store.entries_sql import SQL_INSERT
-from pgrecall.store.scope import owner_transaction
-from pgrecall.store.search import vector_literal
-from pgrecall.validation import check_body, check_source, check_title
+from pgrecall.store.entries import EntryStore
 
 log = logging.getLogger(__name__)
 
@@ -252,23 +249,18 @@ def embed(
     return vectors
 
 
-def _row(owner: str, doc: Prepared, vector: Sequence[float], model: str) -> dict[str, Any]:
-    # The parameters EntryStore.create binds to the same SQL_INSERT.
-    return {
-        "owner": owner,
-        "kind": KIND,
-        "source": doc.beir_id,
-        "title": doc.title,
-        "body": doc.body,
-        "tags": [],
-        "metadata": Jsonb({"beir_id": doc.beir_id}),
-        "language": doc.language,
-        "content_hash": doc.content_hash,
-        "embedding": vector_literal(vector),
-        "embedding_model": model,
-        "embedding_dim": len(vector),
-        "idempotency_key": None,
-    }
+def _new_entry(doc: Prepared, vector: Sequence[float], model: str) -> NewEntry:
+    return NewEntry(
+        body=doc.body,
+        content_hash=doc.content_hash,
+        language=doc.language,
+        kind=KIND,
+        source=doc.beir_id,
+        title=doc.title,
+        metadata={"beir_id": doc.beir_id},
+        embedding=vector,
+        embedding_model=model,
+    )
 
 
 def insert(
@@ -279,20 +271,17 @@ def insert(
     model: str,
     progress: bool,
 ) -> dict[str, str]:
-    """Insert the documents in batches (one pipelined executemany each); returns entry id → BEIR id."""
+    """Insert the documents in batches through the entry store; returns entry id → BEIR id."""
+    store = EntryStore(pool)
     beir_of: dict[str, str] = {}
     with _bar(progress, total=len(docs), desc="insert", unit="doc") as bar:
         for start in range(0, len(docs), INSERT_BATCH):
             chunk = docs[start : start + INSERT_BATCH]
-            rows = [_row(owner, d, vectors[text_key(d.embed_text)], model) for d in chunk]
-            with owner_transaction(pool, owner) as conn, conn.cursor() as cur:
-                cur.executemany(SQL_INSERT, rows, returning=True)
-                for doc in chunk:
-                    got = cur.fetchone()
-                    if got is None:
-                        raise EvalError(f"document {doc.beir_id!r} was not stored")
-                    beir_of[str(got["id"])] = doc.beir_id
-                    cur.nextset()
+            stored = store.insert_many(
+                owner, [_new_entry(d, vectors[text_key(d.embed_text)], model) for d in chunk]
+            )
+            for doc, entry in zip(chunk, stored, strict=True):
+                beir_of[str(entry.id)] = doc.beir_id
             bar.update(len(chunk))
     return beir_of
 

@@ -15,9 +15,11 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from pgrecall import __version__, schema
+from pgrecall import __version__
 from pgrecall.app import App
 from pgrecall.config import Settings
+from pgrecall.db import migrate as schema
+from pgrecall.domain.validation import MAX_QUERY_CHARS, MAX_TOP_K, MODES
 from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.errors import InvalidInputError
@@ -25,7 +27,6 @@ from pgrecall.evaluation import runner
 from pgrecall.evaluation.dataset import load_dataset
 from pgrecall.evaluation.loader import isolated_database, load_corpus
 from pgrecall.evaluation.vectors import VectorCache
-from pgrecall.search import MAX_QUERY_CHARS, MAX_TOP_K, MODES
 from pgrecall.store.search import MAX_QUERY_TERMS, SQL_SEARCH
 
 OWNER = "eval"

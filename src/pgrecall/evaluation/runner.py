@@ -23,10 +23,11 @@ from psycopg_pool import ConnectionPool
 from tqdm import tqdm
 
 from pgrecall.config import Settings
+from pgrecall.domain.language import CONFIG_TO_ISO, LanguageCatalog
+from pgrecall.domain.validation import MAX_QUERY_CHARS
 from pgrecall.embeddings.base import Embedder
 from pgrecall.embeddings.cache import CachedQueryEmbedder
-from pgrecall.language import CONFIG_TO_ISO, LanguageCatalog
-from pgrecall.search import MAX_QUERY_CHARS, SearchResult, SearchService
+from pgrecall.services.search import SearchOptions, SearchResult, SearchService
 from pgrecall.store.search import SearchParams, SearchRows, SearchStore, Tuning
 
 TOP_K = 10
@@ -117,13 +118,13 @@ def run_mode(
     first = next(iter(queries.values()))
     # Untimed warm-up: loads the model and the connection, which the first user query of a
     # long-running server does not pay.
-    service.search(owner, first, top_k=TOP_K, mode=mode)
+    service.search(owner, first, top_k=TOP_K, options=SearchOptions(mode=mode))
     with tqdm(
         queries.items(), desc=f"search {mode}", unit="query", leave=False, disable=None if progress else True
     ) as bar:
         for qid, text in bar:
             started = time.perf_counter()
-            result = service.search(owner, text, top_k=TOP_K, mode=mode)
+            result = service.search(owner, text, top_k=TOP_K, options=SearchOptions(mode=mode))
             run.wall_ms.append((time.perf_counter() - started) * 1000)
             run.top[qid] = _ids(result, beir_of)
             if result.timings.embed_ms is not None:
@@ -131,7 +132,9 @@ def run_mode(
             run.sql_ms.append(result.timings.sql_ms)
             run.degraded += int(result.degraded)
             run.empty += int(not result.hits)
-            run.deep[qid] = _ids(deep.search(owner, text, top_k=TOP_K, mode=mode), beir_of)
+            run.deep[qid] = _ids(
+                deep.search(owner, text, top_k=TOP_K, options=SearchOptions(mode=mode)), beir_of
+            )
     return run
 
 

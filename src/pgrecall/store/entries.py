@@ -8,7 +8,6 @@ import builtins
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +15,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
+from pgrecall.domain.entries import Entry, EntryChanges, EntryFilters, NewEntry, Page
 from pgrecall.errors import InvalidInputError, NotFoundError
 from pgrecall.store.entries_sql import (
     SQL_BY_HASH,
@@ -40,108 +40,11 @@ from pgrecall.store.entries_sql import (
 from pgrecall.store.scope import owner_transaction
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One stored entry as read back (never with its vector)."""
-
-    id: uuid.UUID
-    owner: str
-    kind: str
-    source: str | None
-    title: str | None
-    body: str
-    tags: list[str]
-    metadata: dict[str, Any]
-    language: str
-    content_hash: str
-    version: int
-    created_at: datetime
-    updated_at: datetime
-    deleted_at: datetime | None
-    embedding_model: str | None
-    embedding_dim: int | None
-
-    @property
-    def deleted(self) -> bool:
-        """True once soft-deleted."""
-        return self.deleted_at is not None
-
-
-@dataclass(frozen=True)
-class NewEntry:
-    """A validated entry ready to insert."""
-
-    body: str
-    content_hash: str
-    language: str
-    kind: str = "note"
-    source: str | None = None
-    title: str | None = None
-    tags: Sequence[str] = ()
-    metadata: dict[str, Any] = field(default_factory=dict)
-    embedding: Sequence[float] | None = None
-    embedding_model: str | None = None
-    idempotency_key: str | None = None
-
-
-@dataclass(frozen=True)
-class EntryChanges:
-    """A validated partial update; None means 'leave as is' (see set_* for clearing)."""
-
-    kind: str | None = None
-    source: str | None = None
-    set_source: bool = False
-    title: str | None = None
-    set_title: bool = False
-    body: str | None = None
-    content_hash: str | None = None
-    tags: Sequence[str] | None = None
-    metadata: dict[str, Any] | None = None
-    language: str | None = None
-    reset_embedding: bool = False
-    embedding: Sequence[float] | None = None
-    embedding_model: str | None = None
-
-
-@dataclass(frozen=True)
-class ListFilters:
-    """Filters for list (all optional)."""
-
-    kind: str | None = None
-    source: str | None = None
-    language: str | None = None
-    tags_all: Sequence[str] | None = None
-    tags_any: Sequence[str] | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    include_deleted: bool = False
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of a listing and the cursor of the next (None at the end)."""
-
-    entries: list[Entry]
-    next_cursor: str | None
-
-
 def vector_literal(values: Sequence[float] | None) -> str | None:
     """pgvector's text form, sent as a bound text parameter and cast server-side."""
     if values is None:
         return None
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
-
-
-def parse_id(value: str | uuid.UUID, field_name: str = "id") -> uuid.UUID:
-    """A UUID from caller input, or InvalidInputError naming the field."""
-    if isinstance(value, uuid.UUID):
-        return value
-    try:
-        return uuid.UUID(str(value).strip())
-    except (ValueError, AttributeError):
-        raise InvalidInputError(
-            field_name, f"must be a UUID like 0190f3a2-…, got {str(value)[:60]!r}"
-        ) from None
 
 
 def encode_cursor(entry: Entry) -> str:
@@ -166,6 +69,25 @@ def _entry(row: dict[str, Any]) -> Entry:
     return Entry(**row)
 
 
+def _insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
+    vector = vector_literal(new.embedding)
+    return {
+        "owner": owner,
+        "kind": new.kind,
+        "source": new.source,
+        "title": new.title,
+        "body": new.body,
+        "tags": list(new.tags),
+        "metadata": Jsonb(new.metadata),
+        "language": new.language,
+        "content_hash": new.content_hash,
+        "embedding": vector,
+        "embedding_model": new.embedding_model if vector else None,
+        "embedding_dim": len(new.embedding) if new.embedding is not None else None,
+        "idempotency_key": new.idempotency_key,
+    }
+
+
 class EntryStore:
     """Entry persistence over a psycopg connection pool."""
 
@@ -175,22 +97,7 @@ class EntryStore:
     def create(self, owner: str, new: NewEntry) -> tuple[Entry, bool]:
         """Insert one entry; returns (entry, created). With an idempotency key already used, the
         earlier entry and False."""
-        vector = vector_literal(new.embedding)
-        params = {
-            "owner": owner,
-            "kind": new.kind,
-            "source": new.source,
-            "title": new.title,
-            "body": new.body,
-            "tags": list(new.tags),
-            "metadata": Jsonb(new.metadata),
-            "language": new.language,
-            "content_hash": new.content_hash,
-            "embedding": vector,
-            "embedding_model": new.embedding_model if vector else None,
-            "embedding_dim": len(new.embedding) if new.embedding is not None else None,
-            "idempotency_key": new.idempotency_key,
-        }
+        params = _insert_params(owner, new)
         with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_INSERT, params).fetchone()
             if row is None:
@@ -199,6 +106,20 @@ class EntryStore:
                 assert row is not None
                 return _entry(row), False
         return _entry(row), True
+
+    def insert_many(self, owner: str, entries: Sequence[NewEntry]) -> builtins.list[Entry]:
+        """Insert entries without idempotency keys in one transaction (one pipelined batch), in order."""
+        if any(new.idempotency_key is not None for new in entries):
+            raise ValueError("insert_many takes entries without idempotency keys; use create")
+        stored: builtins.list[Entry] = []
+        with owner_transaction(self.pool, owner) as conn, conn.cursor() as cur:
+            cur.executemany(SQL_INSERT, [_insert_params(owner, new) for new in entries], returning=True)
+            for _ in entries:
+                row = cur.fetchone()
+                assert row is not None
+                stored.append(_entry(row))
+                cur.nextset()
+        return stored
 
     def by_idempotency_key(self, owner: str, key: str) -> Entry | None:
         """The entry an earlier call stored under this idempotency key, deleted or not."""
@@ -281,7 +202,7 @@ class EntryStore:
             raise NotFoundError(f"id: no deleted entry {entry_id}")
         return _entry(row)
 
-    def list(self, owner: str, filters: ListFilters, *, limit: int, cursor: str | None = None) -> Page:
+    def list(self, owner: str, filters: EntryFilters, *, limit: int, cursor: str | None = None) -> Page:
         """One page, newest first, with the cursor for the next page."""
         cursor_ts, cursor_id = decode_cursor(cursor) if cursor else (None, None)
         params = {
@@ -294,6 +215,8 @@ class EntryStore:
             "tags_any": list(filters.tags_any) if filters.tags_any else None,
             "created_after": filters.created_after,
             "created_before": filters.created_before,
+            "updated_after": filters.updated_after,
+            "updated_before": filters.updated_before,
             "cursor_ts": cursor_ts,
             "cursor_id": cursor_id,
             "limit": limit + 1,

@@ -78,6 +78,8 @@ WHERE owner = %(owner)s
   AND (%(tags_any)s::text[] IS NULL OR tags && %(tags_any)s::text[])
   AND (%(created_after)s::timestamptz IS NULL OR created_at >= %(created_after)s)
   AND (%(created_before)s::timestamptz IS NULL OR created_at < %(created_before)s)
+  AND (%(updated_after)s::timestamptz IS NULL OR updated_at >= %(updated_after)s)
+  AND (%(updated_before)s::timestamptz IS NULL OR updated_at < %(updated_before)s)
   AND (%(cursor_ts)s::timestamptz IS NULL OR (created_at, id) < (%(cursor_ts)s, %(cursor_id)s::uuid))
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s

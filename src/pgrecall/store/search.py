@@ -12,6 +12,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from pgrecall.domain.entries import EntryFilters
 from pgrecall.store.entries import vector_literal
 from pgrecall.store.search_sql import FILTER_SQL, MAX_QUERY_TERMS, SQL_SEARCH, SQL_SET_KNOBS
 
@@ -21,7 +22,6 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "SQL_SEARCH",
     "SQL_SET_KNOBS",
-    "SearchFilters",
     "SearchParams",
     "SearchRow",
     "SearchRows",
@@ -38,21 +38,6 @@ __all__ = [
 # A vector of another dimension than these has no HNSW index (migration 0001) and is
 # searched by exact scan, still correct.
 HNSW_DIMS = frozenset({384, 512, 768, 1024, 1536})
-
-
-@dataclass(frozen=True)
-class SearchFilters:
-    """Filters applied inside both branches (all optional); language is a regconfig name."""
-
-    kind: str | None = None
-    source: str | None = None
-    language: str | None = None
-    tags_all: Sequence[str] | None = None
-    tags_any: Sequence[str] | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    updated_after: datetime | None = None
-    updated_before: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +70,7 @@ class SearchParams:
     dim: int | None = None
     use_vector: bool = True
     use_lexical: bool = True
-    filters: SearchFilters = field(default_factory=SearchFilters)
+    filters: EntryFilters = field(default_factory=EntryFilters)
     min_similarity: float | None = None
     tuning: Tuning = field(default_factory=Tuning)
 
@@ -141,7 +126,7 @@ def build_statement(params: SearchParams) -> sql.Composed:
     return sql.SQL(SQL_SEARCH).format(dim=sql.Literal(int(dim)), filters=filters, n_vec=n_vec)
 
 
-def _filter_value(filters: SearchFilters, name: str) -> Any:
+def _filter_value(filters: EntryFilters, name: str) -> Any:
     value = getattr(filters, name)
     if isinstance(value, (list, tuple)) and not value:
         return None
@@ -181,7 +166,7 @@ def bind(params: SearchParams) -> dict[str, Any]:
     }
 
 
-def has_filters(filters: SearchFilters) -> bool:
+def has_filters(filters: EntryFilters) -> bool:
     """True when any filter is set."""
     return any(_filter_value(filters, name) is not None for name in FILTER_SQL)
 

@@ -1,0 +1,1 @@
+"""The command line: `root` registers every group; `common` holds the helpers they share."""

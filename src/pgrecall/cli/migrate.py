@@ -1,0 +1,87 @@
+"""`pgrecall migrate …`: move the database schema (Alembic revisions shipped inside pgrecall)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pgrecall.cli.common import database, fail, settings, where
+
+app = typer.Typer(help="Move the database schema (Alembic revisions shipped inside pgrecall).")
+
+
+@app.command("upgrade")
+def migrate_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
+    """Upgrade the schema to REVISION (default: head)."""
+    from pgrecall.db import migrate as schema
+
+    current = settings()
+    with database(current) as db:
+        before = schema.current_revision(db.url)
+        schema.upgrade(db.url, revision)
+        after = schema.current_revision(db.url)
+    typer.echo(f"{where(current)}: {before or 'empty'} -> {after}")
+
+
+@app.command("downgrade")
+def migrate_downgrade(revision: Annotated[str, typer.Argument(help="Target revision, or 'base'.")]) -> None:
+    """Downgrade the schema to REVISION ('base' removes every pgrecall table and its data)."""
+    from pgrecall.db import migrate as schema
+
+    current = settings()
+    with database(current) as db:
+        before = schema.current_revision(db.url)
+        schema.downgrade(db.url, revision)
+        after = schema.current_revision(db.url)
+    typer.echo(f"{where(current)}: {before or 'empty'} -> {after or 'base'}")
+
+
+@app.command("current")
+def migrate_current() -> None:
+    """Print the revision the database is at."""
+    from pgrecall.db import migrate as schema
+
+    with database(settings()) as db:
+        revision = schema.current_revision(db.url)
+    head = schema.head_revision()
+    state = "at head" if revision == head else f"head is {head}"
+    typer.echo(f"{revision or 'empty (no revision)'} ({state})")
+
+
+@app.command("history")
+def migrate_history() -> None:
+    """List the revisions this pgrecall ships, oldest first."""
+    from pgrecall.db import migrate as schema
+
+    for rev, down, doc in schema.history():
+        typer.echo(f"{down or 'base'} -> {rev}: {doc.splitlines()[0] if doc else ''}")
+
+
+@app.command("stamp")
+def migrate_stamp(revision: Annotated[str, typer.Argument(help="Revision to record.")]) -> None:
+    """Record REVISION as current without running any migration (for databases migrated by hand)."""
+    from pgrecall.db import migrate as schema
+
+    current = settings()
+    with database(current) as db:
+        schema.stamp(db.url, revision)
+    typer.echo(f"{where(current)}: stamped {revision}")
+
+
+@app.command("check")
+def migrate_check() -> None:
+    """Exit 0 when the database is at head, 1 (with the command to run) when it is not."""
+    from pgrecall.db import migrate as schema
+
+    current = settings()
+    with database(current) as db:
+        revision = schema.current_revision(db.url)
+    head = schema.head_revision()
+    if revision != head:
+        prefix = "" if current.embedded else "PGRECALL_DATABASE_URL=<url> "
+        fail(
+            f"database at {revision or 'no revision'}, head is {head}; "
+            f"run: {prefix}pgrecall migrate upgrade head"
+        )
+    typer.echo(f"at head ({head})")

@@ -1,0 +1,82 @@
+"""`pgrecall token create|list|revoke`: bearer tokens for the HTTP transport."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from pgrecall.cli.common import echo_json, fail, open_app
+
+app = typer.Typer(help="Bearer tokens for `pgrecall serve --transport http` (only a hash is stored).")
+
+
+@app.command("create")
+def create(
+    owner: Annotated[str, typer.Option(help="The owner whose entries this token reads and writes.")],
+    name: Annotated[str, typer.Option(help="A label to recognise it by in `token list`.")] = "",
+    from_env: Annotated[
+        str | None,
+        typer.Option(
+            help="Register the token held in this environment variable instead of making one (idempotent: "
+            "a token already registered, or revoked, is left as it is). For deployments."
+        ),
+    ] = None,
+) -> None:
+    """Create a token and print it once; store it in your client, it cannot be shown again."""
+    from pgrecall.domain.validation import check_owner
+    from pgrecall.errors import InvalidInputError
+    from pgrecall.services.tokens import MIN_TOKEN_SECRET_CHARS, TOKEN_PREFIX, new_token
+
+    try:
+        owner = check_owner(owner)
+    except InvalidInputError as exc:
+        fail(str(exc))
+    if from_env is not None:
+        token = os.environ.get(from_env, "")
+        if not token.startswith(TOKEN_PREFIX) or len(token) < len(TOKEN_PREFIX) + MIN_TOKEN_SECRET_CHARS:
+            fail(
+                f"{from_env} must hold {TOKEN_PREFIX!r} followed by at least {MIN_TOKEN_SECRET_CHARS} "
+                "URL-safe characters"
+            )
+    else:
+        token = new_token()
+    with open_app(with_embedder=False) as opened:
+        tokens = opened.tokens
+        known = tokens.known(token) if from_env is not None else None
+        if known is not None:
+            state = "revoked; left revoked" if known[1] else "already registered"
+            typer.echo(f"the token in {from_env} is {state} (owner {known[0]!r})", err=True)
+            return
+        info = tokens.create(owner, name, token)
+    if from_env is None:
+        typer.echo(token)
+        typer.echo(f"token {info.id} for owner {info.owner!r} created; it is shown only now", err=True)
+    else:
+        typer.echo(f"token from {from_env} registered as {info.id} for owner {info.owner!r}", err=True)
+
+
+@app.command("list")
+def list_tokens() -> None:
+    """List tokens (id, owner, name, created, last used, revoked) — never the tokens themselves."""
+    with open_app(with_embedder=False) as opened:
+        tokens = opened.tokens.list()
+    echo_json([{**t.__dict__, "id": str(t.id)} for t in tokens])
+
+
+@app.command("revoke")
+def revoke(token_id: Annotated[str, typer.Argument(help="Token id from `token list`.")]) -> None:
+    """Revoke a token: requests carrying it get 401 from now on."""
+    from pgrecall.domain.validation import parse_id
+    from pgrecall.errors import InvalidInputError
+
+    try:
+        ident = parse_id(token_id)
+    except InvalidInputError as exc:
+        fail(str(exc))
+    with open_app(with_embedder=False) as opened:
+        info = opened.tokens.revoke(ident)
+    if info is None:
+        fail(f"id: no active token {ident}")
+    typer.echo(f"token {info.id} of owner {info.owner!r} revoked")

@@ -1,0 +1,251 @@
+"""Transfer commands of the CLI: export, import (JSON lines or memory.json) and redetect-language."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
+
+import typer
+
+from pgrecall.cli.common import fail, open_app
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from pgrecall.app import App
+    from pgrecall.services.transfer.importer import ImportReport
+
+MAX_PRINTED_ERRORS = 100
+
+
+class ImportFormat(StrEnum):
+    """File formats `pgrecall import` reads."""
+
+    jsonl = "jsonl"
+    memory_json = "memory-json"
+
+
+class OnConflict(StrEnum):
+    """What to do when an imported id already exists with different content."""
+
+    newer = "newer"
+    skip = "skip"
+    overwrite = "overwrite"
+
+
+@contextlib.contextmanager
+def _connection(opened: App) -> Iterator[psycopg.Connection[Any]]:
+    # A dedicated connection, not the pool: export and import drive their own transactions.
+    from pgrecall.errors import PgrecallError
+
+    try:
+        with opened.db.connect() as conn:
+            yield conn
+    except PgrecallError as exc:
+        fail(str(exc))
+
+
+@contextlib.contextmanager
+def _output(file: str) -> Iterator[TextIO]:
+    """Standard output for '-', else a temp file renamed over FILE only when the export finished."""
+    if file == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    target = Path(file)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            yield fh
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def export(
+    file: Annotated[str, typer.Argument(help="Output file, JSON lines ('-' writes to standard output).")],
+    owner: Annotated[
+        str | None, typer.Option(help="Only this owner's entries (default: every owner).")
+    ] = None,
+    with_vectors: Annotated[
+        bool, typer.Option("--with-vectors", help="Include vectors with their model name and dimension.")
+    ] = False,
+) -> None:
+    """Write every entry (deleted ones too) as JSON lines, ordered by owner, created_at, id."""
+    import psycopg
+    from tqdm import tqdm
+
+    from pgrecall.errors import PgrecallError
+    from pgrecall.services.transfer import export_jsonl
+
+    if file != "-" and not Path(file).parent.is_dir():
+        fail(f"{file}: directory {Path(file).parent} does not exist")
+    with (
+        open_app(with_embedder=False) as opened,
+        _connection(opened) as conn,
+        tqdm(unit="entry", desc="export", disable=None, file=sys.stderr) as bar,
+        _output(file) as out,
+    ):
+        try:
+            written = export_jsonl(
+                conn,
+                out,
+                owner=owner,
+                with_vectors=with_vectors,
+                statement_timeout_ms=opened.settings.statement_timeout_ms,
+                on_total=lambda n: setattr(bar, "total", n),
+                on_row=lambda: bar.update(1),
+            )
+        except (PgrecallError, psycopg.Error) as exc:
+            fail(f"export failed, nothing written: {exc}")
+    typer.echo(f"exported {written} entries to {file}", err=file == "-")
+
+
+def _summary(file: Path, report: ImportReport, noun: str) -> str:
+    if report.rolled_back:
+        return f"{file}: {report.lines} {noun}, {len(report.errors)} bad: nothing imported (--atomic)"
+    parts = [
+        f"{report.inserted} inserted",
+        f"{report.updated} updated",
+        f"{report.unchanged} unchanged",
+        f"{report.kept} kept (stored entry wins under --on-conflict)",
+    ]
+    if report.other_owner:
+        parts.append(f"{report.other_owner} of other owners skipped")
+    parts.append(f"{len(report.errors)} bad")
+    return f"{file}: {report.lines} {noun}: " + ", ".join(parts)
+
+
+def import_(
+    file: Annotated[Path, typer.Argument(help="File to read.", exists=True, dir_okay=False, readable=True)],
+    file_format: Annotated[
+        ImportFormat,
+        typer.Option("--format", help="jsonl: `pgrecall export` lines; memory-json: MCP memory server file."),
+    ] = ImportFormat.jsonl,
+    owner: Annotated[
+        str | None,
+        typer.Option(
+            help="jsonl: only lines of this owner; memory-json: the owner to import into "
+            "(default PGRECALL_OWNER)."
+        ),
+    ] = None,
+    on_conflict: Annotated[
+        OnConflict,
+        typer.Option(
+            "--on-conflict",
+            help="An id that exists with other content: newer = higher version (then later updated_at) "
+            "wins; skip = keep the stored entry; overwrite = the file wins.",
+        ),
+    ] = OnConflict.newer,
+    atomic: Annotated[bool, typer.Option("--atomic", help="Import nothing if any line is bad.")] = False,
+    batch_size: Annotated[int, typer.Option(min=1, max=10_000, help="Lines per COPY batch.")] = 500,
+    reembed: Annotated[
+        bool, typer.Option("--reembed", help="Afterwards fill pending vectors with the configured embedder.")
+    ] = False,
+) -> None:
+    """Import entries; bad lines are reported as FILE:LINE and make the exit code 1."""
+    from tqdm import tqdm
+
+    from pgrecall.errors import PgrecallError
+    from pgrecall.services.transfer import import_jsonl, import_memory_json
+    from pgrecall.services.transfer.importer import ImportOptions, RecordValidator
+
+    options = ImportOptions(owner=owner, on_conflict=on_conflict.value, atomic=atomic, batch_size=batch_size)
+    with open_app(with_embedder=reembed) as opened, _connection(opened) as conn:
+        validator = RecordValidator(
+            opened.catalog,
+            opened.detector,
+            max_text_chars=opened.settings.max_text_chars,
+            default_owner=owner or opened.settings.owner,
+        )
+        timeout = opened.settings.statement_timeout_ms
+        try:
+            if file_format is ImportFormat.jsonl:
+                size = file.stat().st_size
+                with tqdm(total=size, unit="B", unit_scale=True, desc="import", disable=None) as bar:
+                    report = import_jsonl(
+                        conn, file, validator, options, statement_timeout_ms=timeout, on_bytes=bar.update
+                    )
+            else:
+                with tqdm(unit="entity", desc="import", disable=None) as bar:
+                    report, _ = import_memory_json(
+                        conn,
+                        file,
+                        validator,
+                        options,
+                        statement_timeout_ms=timeout,
+                        on_total=lambda n: setattr(bar, "total", n),
+                        on_item=lambda: bar.update(1),
+                    )
+        except PgrecallError as exc:
+            fail(str(exc))
+        if reembed and not report.rolled_back and opened.embedder is not None:
+            with tqdm(total=opened.maintenance.pending_total(), desc="reembed", disable=None) as bar:
+
+                def step(n: int) -> None:
+                    bar.update(n)
+
+                opened.maintenance.reembed(on_batch=step)
+    for error in report.errors[:MAX_PRINTED_ERRORS]:
+        typer.echo(f"{file}:{error.line}: {error.message}", err=True)
+    if len(report.errors) > MAX_PRINTED_ERRORS:
+        typer.echo(f"{file}: … and {len(report.errors) - MAX_PRINTED_ERRORS} more bad lines", err=True)
+    noun = "lines" if file_format is ImportFormat.jsonl else "entities and bad lines"
+    typer.echo(_summary(file, report, noun))
+    if report.without_vectors and not reembed:
+        typer.echo("entries imported without a vector are pending; fill them with: pgrecall reembed")
+    if report.errors:
+        raise typer.Exit(1)
+
+
+def redetect_language(
+    only_simple: Annotated[
+        bool, typer.Option("--only-simple", help="Only entries stored as 'simple' (no stemming).")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would change; write nothing.")
+    ] = False,
+    batch_size: Annotated[int, typer.Option(min=1, max=10_000, help="Entries per batch.")] = 200,
+    owner: Annotated[
+        str | None, typer.Option(help="Only this owner's entries (default: every owner).")
+    ] = None,
+) -> None:
+    """Detect the language of stored entries again (content_hash and version unchanged; resumable)."""
+    from tqdm import tqdm
+
+    from pgrecall.errors import PgrecallError
+
+    with open_app(with_embedder=False) as opened:
+        total = opened.maintenance.redetect_count(owner, only_simple)
+        with tqdm(total=total, unit="entry", desc="redetect-language", disable=None) as bar:
+            try:
+                report = opened.maintenance.redetect(
+                    owner=owner,
+                    only_simple=only_simple,
+                    dry_run=dry_run,
+                    batch_size=batch_size,
+                    on_batch=bar.update,
+                )
+            except PgrecallError as exc:
+                fail(f"{exc} (finished batches are kept; run it again to resume)")
+    typer.echo(f"scanned {report.scanned} entries" + (" (dry run: nothing written)" if dry_run else ""))
+    for (old, new), count in sorted(report.transitions.items()):
+        typer.echo(f"{old} -> {new}: {count}")
+    typer.echo(f"unchanged: {report.unchanged}")
+    typer.echo(f"kept (detector unsure): {report.kept_unsure}")
+    if not dry_run:
+        typer.echo(f"updated: {report.updated}; skipped (edited meanwhile): {report.skipped_edited}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the root app."""
+    app.command("export")(export)
+    app.command("import")(import_)
+    app.command("redetect-language")(redetect_language)

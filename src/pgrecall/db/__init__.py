@@ -1,0 +1,1 @@
+"""The database: connection pool, the embedded PostgreSQL, and schema migrations (Alembic)."""

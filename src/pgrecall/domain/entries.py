@@ -1,0 +1,115 @@
+"""What an entry is: the stored entry, a new one, a change to one, a page of them, and their filters."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+Status = Literal["ok", "no_matches", "empty_store"]
+"""Outcome of a search: something found, nothing matched, or the owner has no live entries."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One stored entry as read back (never with its vector)."""
+
+    id: uuid.UUID
+    owner: str
+    kind: str
+    source: str | None
+    title: str | None
+    body: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    language: str
+    content_hash: str
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+    embedding_model: str | None
+    embedding_dim: int | None
+
+    @property
+    def deleted(self) -> bool:
+        """True once soft-deleted."""
+        return self.deleted_at is not None
+
+
+def vector_pending(entry: Entry, active_model: str | None) -> bool:
+    """True while the entry has no vector of the active embedding model (it is found lexically only).
+
+    With no embedder configured every entry is pending: none can be found by meaning.
+    """
+    return active_model is None or entry.embedding_model != active_model
+
+
+def embedding_text(title: str | None, body: str) -> str:
+    """What gets embedded for an entry: its title and body."""
+    return f"{title}\n\n{body}" if title else body
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """A validated entry ready to insert."""
+
+    body: str
+    content_hash: str
+    language: str
+    kind: str = "note"
+    source: str | None = None
+    title: str | None = None
+    tags: Sequence[str] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    embedding: Sequence[float] | None = None
+    embedding_model: str | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class EntryChanges:
+    """A validated partial update; None means 'leave as is' (see set_* for clearing)."""
+
+    kind: str | None = None
+    source: str | None = None
+    set_source: bool = False
+    title: str | None = None
+    set_title: bool = False
+    body: str | None = None
+    content_hash: str | None = None
+    tags: Sequence[str] | None = None
+    metadata: dict[str, Any] | None = None
+    language: str | None = None
+    reset_embedding: bool = False
+    embedding: Sequence[float] | None = None
+    embedding_model: str | None = None
+
+
+@dataclass(frozen=True)
+class EntryFilters:
+    """Filters of list and search (all optional); `language` is a regconfig name once checked.
+
+    Search covers live entries only, so `include_deleted` is for listing.
+    """
+
+    kind: str | None = None
+    source: str | None = None
+    language: str | None = None
+    tags_all: Sequence[str] | None = None
+    tags_any: Sequence[str] | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    updated_after: datetime | None = None
+    updated_before: datetime | None = None
+    include_deleted: bool = False
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing and the cursor of the next (None at the end)."""
+
+    entries: list[Entry]
+    next_cursor: str | None

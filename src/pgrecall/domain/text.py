@@ -1,0 +1,74 @@
+"""Text rules: normalization, the content hash citations pin, snippets, and word-shingle overlap."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Sequence
+
+_WHITESPACE = re.compile(r"\s+")
+_WORD = re.compile(r"\w+", re.UNICODE)
+SHINGLE = 3
+SNIPPET_CHARS = 240
+# Accent folding for snippet anchoring: Snowball stems drop diacritics ('häuser' →
+# 'haus'), so 'haus' is looked up in a folded copy of the text. One character maps to
+# one character, so positions in the copy are positions in the text.
+_FOLD = {
+    cp: unicodedata.normalize("NFKD", chr(cp))[0]
+    for cp in range(0xC0, 0x250)
+    if len(unicodedata.normalize("NFKD", chr(cp))) > 1
+}
+_FOLD.update({ord("ё"): "е", ord("Ё"): "Е"})
+
+
+def normalize_text(text: str) -> str:
+    """Unicode NFC, every whitespace run folded to one space, trimmed."""
+    return _WHITESPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def content_hash(text: str) -> str:
+    """'sha256:' + hex digest of the normalized text (the entry body)."""
+    return "sha256:" + hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """The start of a text, cut at a word boundary, with an ellipsis when shortened."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0]
+    return cut + " …"
+
+
+def make_snippet(body: str, terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
+    """~limit characters around the first word that starts with a matched lexeme, else the start."""
+    words = [re.escape(t) for t in sorted(terms, key=len, reverse=True) if len(t) >= 2]
+    if not words:
+        return snippet(body, limit)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(words) + ")", re.IGNORECASE)
+    match = pattern.search(body) or pattern.search(body.translate(_FOLD))
+    if match is None or match.start() < limit // 3:
+        return snippet(body, limit)
+    start = body.rfind(" ", 0, match.start() - limit // 4) + 1
+    return "… " + snippet(body[start:], limit)
+
+
+def shingles(text: str, size: int = SHINGLE) -> frozenset[tuple[str, ...]]:
+    """Word n-grams of the case-folded, NFC-normalized text (the words themselves when shorter)."""
+    words = _WORD.findall(unicodedata.normalize("NFC", text).casefold())
+    if len(words) < size:
+        return frozenset({tuple(words)}) if words else frozenset()
+    return frozenset(tuple(words[i : i + size]) for i in range(len(words) - size + 1))
+
+
+def jaccard(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
+    """|a ∩ b| / |a ∪ b| (0 for two empty sets)."""
+    if not a and not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def overlap(text_a: str, text_b: str) -> float:
+    """Shingle Jaccard of two texts, 0..1."""
+    return jaccard(shingles(text_a), shingles(text_b))

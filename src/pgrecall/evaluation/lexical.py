@@ -1,0 +1,117 @@
+"""Lexical ranking quality: nDCG@10 of pgrecall's lexical branch against bm25s on the same texts.
+
+Needs the bench extra (bm25s, PyStemmer, ir-measures). bm25s is run the usual way for
+English collections: English stop words and the Snowball English stemmer, Lucene BM25
+(k1 = 1.5, b = 0.75), over title + text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from pgrecall.domain.validation import MAX_QUERY_CHARS
+from pgrecall.evaluation import corpus
+from pgrecall.store import search as store
+
+COLLECTIONS = ("cranfield", "cisi")
+TOP = 10
+
+
+def clip(text: str) -> str:
+    """The query cut to the search's input limit at a word boundary (both systems get the same text)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= MAX_QUERY_CHARS else flat[:MAX_QUERY_CHARS].rsplit(" ", 1)[0]
+
+
+def read_queries(name: str) -> dict[str, str]:
+    """A collection's queries, clipped to the input limit."""
+    return {q: clip(t) for q, t in corpus.read_queries(name).items()}
+
+
+def ndcg10(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> float:
+    """Mean nDCG@10 over every query with judgements (a query without results counts 0)."""
+    import ir_measures  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    measure = ir_measures.nDCG @ TOP
+    judged = [ir_measures.Qrel(q, d, rel) for q, docs in qrels.items() for d, rel in docs.items()]
+    scored = []
+    for qid in qrels:
+        ranked = run.get(qid) or ["__none__"]
+        scored += [ir_measures.ScoredDoc(qid, did, float(len(ranked) - i)) for i, did in enumerate(ranked)]
+    return float(ir_measures.calc_aggregate([measure], judged, scored)[measure])
+
+
+def bm25s_run(keys: Sequence[str], texts: Sequence[str], queries: dict[str, str]) -> dict[str, list[str]]:
+    """Top 10 keys per query from bm25s (English stop words and stemmer)."""
+    import bm25s  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    import Stemmer  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    stemmer = Stemmer.Stemmer("english")
+    retriever = bm25s.BM25()
+    retriever.index(
+        bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False
+    )
+    qids = list(queries)
+    tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False)
+    docs, scores = retriever.retrieve(tokens, k=min(TOP, len(keys)), show_progress=False, n_threads=1)
+    return {
+        qid: [keys[int(d)] for d, s in zip(docs[i], scores[i], strict=True) if s > 0]
+        for i, qid in enumerate(qids)
+    }
+
+
+def store_run(search: Callable[[str], list[str]], queries: dict[str, str]) -> dict[str, list[str]]:
+    """Top 10 keys per query from a search function (query text → ranked keys)."""
+    return {qid: search(text) for qid, text in queries.items()}
+
+
+def sql_lexical_search(
+    conn: psycopg.Connection[Any], owner: str, tuning: store.Tuning
+) -> Callable[[str], list[str]]:
+    """A search function over the store's SQL, lexical branch only; keys are the entries' source."""
+
+    def run(text: str) -> list[str]:
+        params = store.SearchParams(owner=owner, query=text, top_k=TOP, use_vector=False, tuning=tuning)
+        with conn.transaction():
+            conn.execute(store.SQL_SET_KNOBS, store.knobs(tuning, False))
+            rows = conn.execute(store.build_statement(params), store.bind(params)).fetchall()
+        ids = [r["id"] for r in rows if r["id"] is not None]
+        if not ids:
+            return []
+        src = {
+            r["id"]: r["source"]
+            for r in conn.execute(
+                "SELECT id, source FROM entries WHERE owner = %s AND id = ANY(%s)", (owner, ids)
+            ).fetchall()
+        }
+        return [src[i] for i in ids]
+
+    return run
+
+
+def quality_at_scale(url: str, docs: Sequence[corpus.Doc]) -> dict[str, Any]:
+    """nDCG@10 of the Cranfield and CISI queries inside a loaded benchmark store (sources = doc keys)."""
+    out: dict[str, Any] = {}
+    keys = [d.key for d in docs]
+    texts = [f"{d.title}\n{d.body}" for d in docs]
+    with psycopg.connect(url, row_factory=dict_row) as conn:
+        search = sql_lexical_search(conn, "default", store.Tuning())
+        for name in COLLECTIONS:
+            queries = read_queries(name)
+            qrels = {
+                q: {f"{name}:{d}": r for d, r in docs_.items()}
+                for q, docs_ in corpus.read_qrels(name).items()
+                if q in queries
+            }
+            ours = ndcg10(store_run(search, queries), qrels)
+            theirs = ndcg10(bm25s_run(keys, texts, queries), qrels)
+            out[name] = {
+                "pgrecall": round(ours, 4),
+                "bm25s": round(theirs, 4),
+                "ratio": round(ours / theirs, 3),
+            }
+    return out

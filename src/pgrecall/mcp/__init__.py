@@ -1,0 +1,1 @@
+"""The MCP front end: server, tools, schemas, parameters, errors, runtime, auth and observability."""

@@ -1,0 +1,208 @@
+"""The entry tools: add, update, delete, restore, get, list, stats."""
+
+# No `from __future__ import annotations`: the SDK evaluates tool signatures.
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from pgrecall.domain.entries import EntryFilters
+from pgrecall.mcp import params as p
+from pgrecall.mcp.errors import run_blocking
+from pgrecall.mcp.observability import observe
+from pgrecall.mcp.runtime import Runtime
+from pgrecall.mcp.schemas import (
+    AddEntryResult,
+    DeleteResult,
+    EntryOut,
+    EntrySummary,
+    LanguageOut,
+    ListResult,
+    SimilarEntry,
+    StatsResult,
+    WriteResult,
+)
+
+
+def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
+    """Register the entry tools on `server`."""
+    app = runtime.app
+    max_text = app.settings.max_text_chars
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+    async def add_entry(
+        text: Annotated[
+            str,
+            Field(
+                description=f"The content to remember, verbatim (1-{max_text} characters). Stored as given."
+            ),
+        ],
+        title: p.Title = None,
+        tags: p.Tags = None,
+        source: p.Source = None,
+        kind: p.Kind = None,
+        metadata: p.Metadata = None,
+        language: p.Language = None,
+        idempotency_key: p.IdempotencyKey = None,
+    ) -> AddEntryResult:
+        """Store a new entry (a fact, decision, note or document) in long-term memory.
+
+        Use it for information worth finding again later. The entry is stemmed in its own
+        language (detected when `language` is omitted) and embedded for semantic search.
+        Check `similar`: when an existing entry says nearly the same, prefer update_entry.
+        """
+        with observe(runtime.metrics, "add_entry") as call:
+            written = await run_blocking(
+                app.entries.add,
+                current_owner(),
+                text=text,
+                title=title,
+                tags=tags,
+                source=source,
+                kind=kind,
+                metadata=metadata,
+                language=language,
+                idempotency_key=idempotency_key,
+            )
+            similar: list[SimilarEntry] = []
+            if not written.replay:
+                found = await run_blocking(app.duplicates.similar_entries, written.entry)
+                similar = [SimilarEntry.of(s) for s in found]
+            if written.vector_pending:
+                runtime.reembed.poke(written.entry.owner)
+            call.fields.update(
+                replay=written.replay, vector_pending=written.vector_pending, similar=len(similar)
+            )
+            entry = written.entry
+            return AddEntryResult(
+                id=str(entry.id),
+                content_hash=entry.content_hash,
+                language=LanguageOut.of(written.language),
+                created_at=entry.created_at,
+                version=entry.version,
+                vector_pending=written.vector_pending,
+                idempotent_replay=written.replay,
+                similar=similar,
+            )
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    async def update_entry(
+        id: Annotated[str, Field(description="Id of the entry to change (UUID).")],
+        text: Annotated[str | None, Field(description="New full text; omit to keep it.")] = None,
+        title: Annotated[str | None, Field(description='New title; omit to keep it, "" to clear it.')] = None,
+        tags: Annotated[list[str] | None, Field(description="Replaces all tags; omit to keep them.")] = None,
+        source: Annotated[str | None, Field(description='New source; omit to keep, "" to clear.')] = None,
+        kind: p.Kind = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="Replaces the metadata object; omit to keep it.")
+        ] = None,
+        language: Annotated[
+            str | None, Field(description=p.LANGUAGE_DOC + " Changing it re-stems the entry.")
+        ] = None,
+        expected_version: p.ExpectedVersion = None,
+    ) -> WriteResult:
+        """Change an existing entry; only the fields you pass change.
+
+        A new text or title gets a new content_hash and a new vector; `version` goes up by one
+        on every update. Use it instead of adding a near-duplicate.
+        """
+        with observe(runtime.metrics, "update_entry"):
+            extra: dict[str, Any] = {}
+            if title is not None:
+                extra["title"] = title
+            if source is not None:
+                extra["source"] = source
+            written = await run_blocking(
+                app.entries.update,
+                current_owner(),
+                id,
+                text=text,
+                tags=tags,
+                kind=kind,
+                metadata=metadata,
+                language=language,
+                expected_version=expected_version,
+                **extra,
+            )
+            if written.vector_pending:
+                runtime.reembed.poke(written.entry.owner)
+            return WriteResult(
+                entry=EntryOut.full(written.entry, runtime.active_model),
+                language=LanguageOut.of(written.language),
+            )
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+    async def delete_entry(
+        id: Annotated[str, Field(description="Id of the entry to delete (UUID).")],
+    ) -> DeleteResult:
+        """Soft-delete an entry: it disappears from search and lists; restore_entry brings it back."""
+        with observe(runtime.metrics, "delete_entry"):
+            entry = await run_blocking(app.entries.delete, current_owner(), id)
+            assert entry.deleted_at is not None
+            return DeleteResult(id=str(entry.id), deleted_at=entry.deleted_at)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+    async def restore_entry(
+        id: Annotated[str, Field(description="Id of a soft-deleted entry (UUID).")],
+    ) -> WriteResult:
+        """Undo delete_entry: the entry is searchable and listed again, unchanged."""
+        with observe(runtime.metrics, "restore_entry"):
+            entry = await run_blocking(app.entries.restore, current_owner(), id)
+            written = app.entries.as_kept(entry)
+            return WriteResult(
+                entry=EntryOut.full(entry, runtime.active_model), language=LanguageOut.of(written.language)
+            )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def get_entry(id: p.EntryId) -> EntryOut:
+        """Fetch one entry with its full text and metadata (search returns only snippets)."""
+        with observe(runtime.metrics, "get_entry"):
+            entry = await run_blocking(app.entries.get, current_owner(), id)
+            return EntryOut.full(entry, runtime.active_model)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def list_entries(
+        kind: p.KindFilter = None,
+        source: p.SourceFilter = None,
+        tags_all: p.TagsAll = None,
+        tags_any: p.TagsAny = None,
+        language: p.LanguageFilter = None,
+        created_after: p.After = None,
+        created_before: p.Before = None,
+        updated_after: p.After = None,
+        updated_before: p.Before = None,
+        include_deleted: Annotated[bool, Field(description="Also list soft-deleted entries.")] = False,
+        limit: p.ListLimit = 20,
+        cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
+    ) -> ListResult:
+        """Browse entries newest first, with filters and stable cursor pagination (not ranked: use search)."""
+        with observe(runtime.metrics, "list_entries") as call:
+            filters = EntryFilters(
+                kind=kind,
+                source=source,
+                language=language,
+                tags_all=tags_all,
+                tags_any=tags_any,
+                created_after=created_after,
+                created_before=created_before,
+                updated_after=updated_after,
+                updated_before=updated_before,
+                include_deleted=include_deleted,
+            )
+            page = await run_blocking(app.entries.list, current_owner(), filters, limit=limit, cursor=cursor)
+            call.fields["count"] = len(page.entries)
+            return ListResult(
+                entries=[EntrySummary.of(e, runtime.active_model) for e in page.entries],
+                next_cursor=page.next_cursor,
+            )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def stats() -> StatsResult:
+        """Counts of entries by language and kind, pending vectors, embedding model, schema revision."""
+        with observe(runtime.metrics, "stats"):
+            figures = await run_blocking(app.entries.stats, current_owner())
+            runtime.metrics.pending_vectors.set(figures.pending_vectors)
+            return StatsResult.of(figures)

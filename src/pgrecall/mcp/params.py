@@ -1,0 +1,159 @@
+"""Tool parameters: types with the descriptions an assistant reads, built from the domain's limits."""
+
+# No `from __future__ import annotations`: the SDK reads these Annotated types at run time.
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from pgrecall.domain.ranking import MMR_LAMBDA
+from pgrecall.domain.validation import (
+    MAX_BUDGET,
+    MAX_CITATIONS,
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_LIST_LIMIT,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_PINS,
+    MAX_QUERY_CHARS,
+    MAX_SECTIONS,
+    MAX_SELECTION_CHARS,
+    MAX_SOURCE_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TITLE_CHARS,
+    MAX_TOP_K,
+    MAX_VERSION,
+    MIN_BUDGET,
+)
+from pgrecall.mcp.schemas import CitationIn
+
+KIND_DOC = "Kind token: note (default), fact, decision, preference, doc, … (letters, digits, _ . : -)."
+LANGUAGE_DOC = (
+    "ISO 639-1 code of the text's language (de, fr, es, ru, en, …) or 'simple' for no stemming. "
+    "Omit it: the language is detected."
+)
+MODE_DOC = (
+    "hybrid (default: meaning + keywords fused), vector (meaning only: paraphrases, other languages), "
+    "lexical (exact words: names, codes, identifiers)."
+)
+
+EntryId = Annotated[str, Field(description="Entry id (UUID), e.g. from search or list_entries.")]
+Title = Annotated[str | None, Field(description=f"Short title (≤ {MAX_TITLE_CHARS} characters).")]
+Tags = Annotated[
+    list[str] | None,
+    Field(description=f"Tags for filtering (≤ {MAX_TAGS}, each ≤ {MAX_TAG_CHARS} chars)."),
+]
+Source = Annotated[
+    str | None,
+    Field(description=f"Where it came from: URL, file path, conversation id (≤ {MAX_SOURCE_CHARS})."),
+]
+Kind = Annotated[str | None, Field(description=KIND_DOC)]
+Metadata = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description=f"Free-form JSON object (≤ {MAX_METADATA_BYTES // 1024} KiB, "
+        f"≤ {MAX_METADATA_DEPTH} levels deep)."
+    ),
+]
+Language = Annotated[str | None, Field(description=LANGUAGE_DOC)]
+IdempotencyKey = Annotated[
+    str | None,
+    Field(
+        description=f"Any unique string (≤ {MAX_IDEMPOTENCY_KEY_CHARS}) for this write. Retrying with the "
+        "same key never stores a second entry; the first one is returned."
+    ),
+]
+ExpectedVersion = Annotated[
+    int | None,
+    Field(
+        description="Only update if the entry is still at this version (optimistic locking).",
+        ge=1,
+        le=MAX_VERSION,
+    ),
+]
+
+# Filters shared by list_entries, search and build_context.
+KindFilter = Annotated[str | None, Field(description="Only entries of this kind.")]
+SourceFilter = Annotated[str | None, Field(description="Only entries with exactly this source.")]
+LanguageFilter = Annotated[str | None, Field(description="Only entries in this language (ISO 639-1 code).")]
+TagsAll = Annotated[list[str] | None, Field(description="Only entries having all these tags.")]
+TagsAny = Annotated[list[str] | None, Field(description="Only entries having at least one of these tags.")]
+After = Annotated[
+    datetime | None, Field(description="At or after this time (ISO 8601, inclusive; no offset means UTC).")
+]
+Before = Annotated[
+    datetime | None, Field(description="Before this time (ISO 8601, exclusive; no offset means UTC).")
+]
+ListLimit = Annotated[int, Field(description=f"Page size, 1-{MAX_LIST_LIMIT}.", ge=1, le=MAX_LIST_LIMIT)]
+
+Query = Annotated[
+    str | None,
+    Field(
+        description=f"What you are looking for, in natural language, any language (≤ {MAX_QUERY_CHARS} "
+        "characters). Optional when selected_text is given."
+    ),
+]
+Selected = Annotated[
+    str | None,
+    Field(
+        description=f"Text the user selected (≤ {MAX_SELECTION_CHARS} characters): finds entries related "
+        "to it. With a query too, both are searched and entries related to both come first. An empty or "
+        "invalid selection is ignored (see selection_ignored) and the query alone is used."
+    ),
+]
+Pins = Annotated[
+    list[str] | None,
+    Field(
+        description=f"content_hash values from an earlier answer (≤ {MAX_PINS}): those entries come first, "
+        "in this order, then the ranking fills the remaining slots. Unknown hashes go to missing_pins."
+    ),
+]
+Mode = Annotated[Literal["hybrid", "vector", "lexical"], Field(description=MODE_DOC)]
+Diversify = Annotated[
+    bool,
+    Field(
+        description=f"Re-rank for variety (MMR over stored vectors, λ = {MMR_LAMBDA}): fewer results "
+        "saying the same thing."
+    ),
+]
+TopK = Annotated[int, Field(description=f"Results wanted, 1-{MAX_TOP_K}.", ge=1, le=MAX_TOP_K)]
+TopKPerSection = Annotated[
+    int, Field(description=f"Entries considered per section, 1-{MAX_TOP_K}.", ge=1, le=MAX_TOP_K)
+]
+MinScore = Annotated[
+    float | None,
+    Field(
+        description="Minimum cosine similarity for the vector branch (-1..1). Model-specific: the "
+        "default model's related texts score 0.74-0.94, so leave it unset unless you know the model.",
+        ge=-1.0,
+        le=1.0,
+        # NaN passes ge/le (every comparison with it is false) and would empty the branch.
+        allow_inf_nan=False,
+    ),
+]
+Explain = Annotated[bool, Field(description="Include each hit's score breakdown.")]
+TokenBudget = Annotated[
+    int,
+    Field(
+        description=f"Most tokens the context may take ({MIN_BUDGET}-{MAX_BUDGET}).",
+        ge=MIN_BUDGET,
+        le=MAX_BUDGET,
+    ),
+]
+Sections = Annotated[
+    list[str] | None,
+    Field(
+        description=f"Up to {MAX_SECTIONS} sub-topics (e.g. ['background', 'decisions']): each is "
+        "searched together with the query, gets an equal share of the budget and its labels in "
+        "by_section."
+    ),
+]
+Citations = Annotated[
+    list[CitationIn],
+    Field(
+        description=f"Citations from an earlier answer (≤ {MAX_CITATIONS}): content_hash, and id "
+        "and label when you have them."
+    ),
+]

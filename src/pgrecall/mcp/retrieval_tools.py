@@ -1,0 +1,186 @@
+"""The retrieval tools: search, build_context and verify_citations."""
+
+# No `from __future__ import annotations`: the SDK evaluates tool signatures.
+
+from collections.abc import Callable
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+
+from pgrecall.domain.entries import EntryFilters
+from pgrecall.mcp import params as p
+from pgrecall.mcp.errors import run_blocking
+from pgrecall.mcp.observability import observe
+from pgrecall.mcp.runtime import Runtime
+from pgrecall.mcp.schemas import (
+    CitationCheckOut,
+    CitationOut,
+    ContextOut,
+    DroppedOut,
+    SearchOut,
+    VerifyOut,
+    hit_out,
+)
+from pgrecall.services.context import build_context
+from pgrecall.services.retrieval import RetrievalRequest
+from pgrecall.services.search import SearchOptions
+
+
+def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
+    """Register search, build_context and verify_citations on `server`."""
+    app = runtime.app
+    metrics = runtime.metrics
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def search(
+        query: p.Query = None,
+        top_k: p.TopK = 5,
+        mode: p.Mode = "hybrid",
+        language: p.LanguageFilter = None,
+        kind: p.KindFilter = None,
+        source: p.SourceFilter = None,
+        tags_all: p.TagsAll = None,
+        tags_any: p.TagsAny = None,
+        created_after: p.After = None,
+        created_before: p.Before = None,
+        updated_after: p.After = None,
+        updated_before: p.Before = None,
+        min_score: p.MinScore = None,
+        explain: p.Explain = False,
+        pinned_hashes: p.Pins = None,
+        diversify: p.Diversify = False,
+        selected_text: p.Selected = None,
+    ) -> SearchOut:
+        """Find stored entries relevant to a question, in any language, by meaning and by words.
+
+        Ask in plain sentences; no language parameter is needed (each entry is matched in its own
+        language). Results carry id, snippet and content_hash: call get_entry for full text, or
+        build_context to get cited text blocks ready for an answer. Exact and near-duplicate
+        entries (> 80% word overlap) are collapsed to the best-ranked one.
+        """
+        with observe(metrics, "search") as call:
+            request = RetrievalRequest(
+                query=query,
+                selected_text=selected_text,
+                top_k=top_k,
+                pinned_hashes=pinned_hashes,
+                diversify=diversify,
+                options=SearchOptions(
+                    mode=mode,
+                    filters=EntryFilters(
+                        language=language,
+                        kind=kind,
+                        source=source,
+                        tags_all=tags_all,
+                        tags_any=tags_any,
+                        created_after=created_after,
+                        created_before=created_before,
+                        updated_after=updated_after,
+                        updated_before=updated_before,
+                    ),
+                    min_similarity=min_score,
+                ),
+            )
+            result = await run_blocking(app.retrieval.retrieve, current_owner(), request)
+            metrics.searches.labels(mode, str(result.degraded).lower()).inc()
+            metrics.search_stage.labels(mode, "embed").observe(result.timings["embed_ms"] / 1000)
+            metrics.search_stage.labels(mode, "sql").observe(result.timings["sql_ms"] / 1000)
+            if not result.items:
+                metrics.empty_searches.labels(mode).inc()
+            call.fields.update(
+                mode=mode, hits=len(result.items), degraded=result.degraded, status=result.status
+            )
+            timings = {k: v for k, v in result.timings.items() if k.endswith("_ms")}
+            timings["total_ms"] = round(call.elapsed_ms(), 3)
+            return SearchOut(
+                status=result.status,
+                request_id=call.request_id,
+                degraded=result.degraded,
+                degraded_reason=result.degraded_reason,
+                used=result.used,
+                selection_ignored=result.selection_ignored,
+                hits=[hit_out(i, r, explain) for i, r in enumerate(result.items, start=1)],
+                missing_pins=result.missing_pins,
+                timings=timings,
+            )
+
+    @server.tool(name="build_context", annotations=ToolAnnotations(read_only_hint=True))
+    async def build_context_tool(
+        query: p.Query = None,
+        selected_text: p.Selected = None,
+        token_budget: p.TokenBudget = 4000,
+        top_k: p.TopKPerSection = 10,
+        mode: p.Mode = "hybrid",
+        language: p.LanguageFilter = None,
+        kind: p.KindFilter = None,
+        source: p.SourceFilter = None,
+        tags_all: p.TagsAll = None,
+        tags_any: p.TagsAny = None,
+        pinned_hashes: p.Pins = None,
+        sections: p.Sections = None,
+        diversify: p.Diversify = False,
+    ) -> ContextOut:
+        """Assemble the best entries as cited text blocks ([S1], [S2], …) within a token budget.
+
+        Use it right before answering from memory: quote or paraphrase the blocks and cite their
+        labels. Whole entries only, highest ranked first; what did not fit is listed in `dropped`.
+        Keep the citations (id + content_hash): verify_citations tells later if they still hold.
+        """
+        with observe(metrics, "build_context") as call:
+            request = RetrievalRequest(
+                query=query,
+                selected_text=selected_text,
+                top_k=top_k,
+                pinned_hashes=pinned_hashes,
+                diversify=diversify,
+                options=SearchOptions(
+                    mode=mode,
+                    filters=EntryFilters(
+                        language=language, kind=kind, source=source, tags_all=tags_all, tags_any=tags_any
+                    ),
+                ),
+            )
+            built = await run_blocking(
+                build_context,
+                app.retrieval,
+                current_owner(),
+                request,
+                token_budget=token_budget,
+                sections=sections,
+            )
+            call.fields.update(
+                mode=mode,
+                hits=len(built.citations),
+                degraded=built.degraded,
+                tokens=built.total_tokens,
+                dropped=len(built.dropped),
+            )
+            return ContextOut(
+                status=built.status,
+                request_id=call.request_id,
+                context=built.context,
+                citations=[CitationOut(**c.__dict__) for c in built.citations],
+                by_section=built.by_section,
+                total_tokens=built.total_tokens,
+                dropped=[DroppedOut(**d.__dict__) for d in built.dropped],
+                missing_pins=built.missing_pins,
+                degraded=built.degraded,
+            )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def verify_citations(citations: p.Citations) -> VerifyOut:
+        """Check that cited entries still say what was cited: re-hashes each stored text.
+
+        Use it before reusing an earlier answer. Each citation comes back valid, changed (with
+        the current hash), deleted or missing.
+        """
+        with observe(metrics, "verify_citations") as call:
+            triples = [(c.label, c.id, c.content_hash) for c in citations]
+            checks = await run_blocking(app.citations.verify, current_owner(), triples)
+            call.fields["count"] = len(checks)
+            results = [CitationCheckOut(**c.__dict__) for c in checks]
+            return VerifyOut(
+                request_id=call.request_id,
+                all_valid=all(r.status == "valid" for r in results),
+                results=results,
+            )

@@ -1,0 +1,73 @@
+"""The MCP server: instructions, authentication, the tools, and the health and metrics routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from pydantic import AnyHttpUrl
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from pgrecall import __version__
+from pgrecall.mcp.auth import SCOPE, DatabaseTokenVerifier
+from pgrecall.mcp.entry_tools import register_entry_tools
+from pgrecall.mcp.retrieval_tools import register_retrieval_tools
+from pgrecall.mcp.runtime import Runtime
+
+INSTRUCTIONS = """\
+pgrecall is a long-term memory and knowledge store. Save durable facts, decisions, preferences
+and documents with add_entry; find them later with search (natural-language questions in any
+language work; no language parameter is needed). Cite what you use by id and content_hash.
+Prefer update_entry over adding a near-duplicate: add_entry reports similar existing entries.
+"""
+
+
+def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPServer:
+    """An MCP server exposing pgrecall's tools over an already opened Runtime.
+
+    With `auth_base_url` (the server's public http(s)://host:port), every HTTP request needs a
+    bearer token from `pgrecall token create`, and each call acts as the token's owner.
+    """
+    auth_kwargs: dict[str, Any] = {}
+    if auth_base_url is not None:
+        auth_kwargs = {
+            "token_verifier": DatabaseTokenVerifier(runtime.app.tokens),
+            "auth": AuthSettings(
+                issuer_url=AnyHttpUrl(auth_base_url),
+                resource_server_url=AnyHttpUrl(f"{auth_base_url}/mcp"),
+                required_scopes=[SCOPE],
+            ),
+        }
+    server = MCPServer(
+        "pgrecall",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        warn_on_duplicate_tools=True,
+        **auth_kwargs,
+    )
+    default_owner = runtime.app.settings.owner
+
+    def current_owner() -> str:
+        token = get_access_token()
+        return token.subject if token is not None and token.subject else default_owner
+
+    register_entry_tools(server, runtime, current_owner)
+    register_retrieval_tools(server, runtime, current_owner)
+
+    @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
+    async def healthz(request: Request) -> Response:
+        try:
+            await anyio.to_thread.run_sync(runtime.ping)
+        except Exception as exc:
+            return JSONResponse({"status": "unavailable", "error": type(exc).__name__}, status_code=503)
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
+    async def metrics(request: Request) -> Response:
+        return Response(runtime.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    return server

@@ -1,0 +1,81 @@
+"""Backfill: detect the language of stored entries again, in keyset batches.
+
+For after the detector got better thresholds or more languages, or after an import that
+stored many entries as 'simple'. Decisions:
+- `version` is not bumped: it counts edits made by callers and is the token their
+  `expected_version` checks against; re-stemming an unchanged text is maintenance.
+  `updated_at` is bumped; `content_hash` never changes (the text does not).
+- A 'simple' verdict (text too short, detector unsure) never replaces a stemmed language:
+  being unsure is no evidence against the language the entry has.
+- pgrecall does not record how a language was chosen, so a full pass also re-judges
+  languages that were given explicitly; `only_simple` touches only entries stored as 'simple'.
+- Resumable by being idempotent: a pass re-run after an interruption finds the rows it
+  already did unchanged and goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pgrecall.domain.language import SIMPLE, LanguageDetector
+from pgrecall.store.redetect import LanguageChange, RedetectStore
+
+
+@dataclass
+class RedetectReport:
+    """What a pass saw and did; `transitions` counts (from, to) of every change found."""
+
+    scanned: int = 0
+    unchanged: int = 0
+    kept_unsure: int = 0
+    updated: int = 0
+    skipped_edited: int = 0
+    transitions: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    @property
+    def changes(self) -> int:
+        """Rows whose language the detector would change."""
+        return sum(self.transitions.values())
+
+
+def redetect_languages(
+    store: RedetectStore,
+    detector: LanguageDetector,
+    *,
+    owner: str | None = None,
+    only_simple: bool = False,
+    dry_run: bool = False,
+    batch_size: int = 200,
+    on_batch: Callable[[int], object] | None = None,
+) -> RedetectReport:
+    """Re-detect every entry in scope (of `owner`, or all owners); with `dry_run` only count."""
+    report = RedetectReport()
+    after: tuple[str, uuid.UUID] | None = None
+    while True:
+        rows = store.batch(owner, only_simple, after, batch_size)
+        if not rows:
+            break
+        after = (rows[-1]["owner"], rows[-1]["id"])
+        changes: list[LanguageChange] = []
+        for row in rows:
+            # The same text the write path detects on: title and body.
+            verdict = detector.detect(f"{row['title'] or ''}\n{row['body']}").regconfig
+            current = row["language"]
+            if verdict == current:
+                report.unchanged += 1
+            elif verdict == SIMPLE:
+                report.kept_unsure += 1
+            else:
+                report.transitions[(current, verdict)] += 1
+                changes.append(LanguageChange(row["owner"], row["id"], current, verdict, row["content_hash"]))
+        if not dry_run:
+            applied = store.apply(changes)
+            report.updated += applied
+            report.skipped_edited += len(changes) - applied
+        report.scanned += len(rows)
+        if on_batch is not None:
+            on_batch(len(rows))
+    return report

@@ -1,0 +1,195 @@
+"""Citable retrieval: selected text, pinned hashes, dedup, diversity, and cited context assembly.
+
+It wraps the hybrid search (one SQL statement per search) with plain-Python steps:
+1. what to search: the query, the selection, or both (two searches fused by RRF: entries
+   related to the selection *and* to the query come first);
+2. pins: entries whose content_hash the caller pins come first, in the given order;
+3. the rest of the slots: the ranking, minus pinned entries, minus exact and near duplicates
+   (word 3-shingle Jaccard > 0.8), optionally re-ranked by MMR (λ = 0.7).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from pgrecall.domain.entries import Entry, Status
+from pgrecall.domain.ranking import Candidate, dedup, mmr, order_pins
+from pgrecall.domain.text import normalize_text
+from pgrecall.domain.validation import (
+    MAX_PINS,
+    MAX_QUERY_CHARS,
+    MAX_SELECTION_CHARS,
+    MAX_TOP_K,
+    check_hash,
+    check_top_k,
+)
+from pgrecall.errors import InvalidInputError
+from pgrecall.services.search import SearchHit, SearchOptions, SearchResult, SearchService
+from pgrecall.store.entries import EntryStore
+
+RRF_K = 60
+# Candidates fetched for the fill; dedup and MMR need some to spare beyond top_k.
+POOL = MAX_TOP_K
+
+
+@dataclass(frozen=True)
+class RetrievalRequest:
+    """What to retrieve: a query and/or a selection, pins, how many, and how to search."""
+
+    query: str | None = None
+    selected_text: str | None = None
+    top_k: int = 5
+    pinned_hashes: Sequence[str] | None = None
+    diversify: bool = False
+    options: SearchOptions = field(default_factory=SearchOptions)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One result slot: a stored entry, its search hit (None for a pin the query did not match)."""
+
+    entry: Entry
+    hit: SearchHit | None
+    score: float
+    pinned: bool
+
+
+@dataclass
+class Retrieved:
+    """What retrieve() returns."""
+
+    status: Status
+    items: list[Ranked]
+    missing_pins: list[str]
+    degraded: bool
+    degraded_reason: str | None
+    used: str  # "query", "selection", "query+selection"
+    selection_ignored: str | None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def selection_text(selected_text: str | None) -> tuple[str | None, str | None]:
+    """The usable selection and, when it cannot be used, why (the query alone is used then)."""
+    if selected_text is None:
+        return None, None
+    if "\x00" in selected_text:
+        return None, "selected_text contains NUL characters"
+    if len(selected_text) > MAX_SELECTION_CHARS:
+        return None, f"selected_text is {len(selected_text)} characters; the limit is {MAX_SELECTION_CHARS}"
+    flat = normalize_text(selected_text)
+    if not flat:
+        return None, "selected_text is empty"
+    if len(flat) > MAX_QUERY_CHARS:
+        # Search text is capped; the head of the selection carries its topic, and the lexical
+        # branch keeps only the 32 rarest terms anyway.
+        flat = flat[:MAX_QUERY_CHARS].rsplit(" ", 1)[0]
+    return flat, None
+
+
+class RetrievalService:
+    """Search with pins, dedup, diversity and selection; the base of search and build_context tools."""
+
+    def __init__(self, search: SearchService, store: EntryStore) -> None:
+        self.search_service = search
+        self.store = store
+
+    def retrieve(self, owner: str, request: RetrievalRequest) -> Retrieved:
+        """Pinned entries first (given order), then the ranking without repeats or near-duplicates."""
+        top_k = check_top_k(request.top_k)
+        query, diversify = request.query, request.diversify
+        pins = order_pins([check_hash(h, "pinned_hashes") for h in (request.pinned_hashes or [])])
+        if len(pins) > MAX_PINS:
+            raise InvalidInputError("pinned_hashes", f"at most {MAX_PINS}, got {len(pins)}")
+        selection, ignored = selection_text(request.selected_text)
+        has_query = query is not None and query.strip() != ""
+        if not has_query and selection is None:
+            why = f" ({ignored}; it cannot stand in for the query)" if ignored else ""
+            raise InvalidInputError("query", f"give a query or a non-empty selected_text{why}")
+        options = self.search_service.check(request.options)
+
+        results: list[SearchResult] = []
+        if has_query:
+            assert query is not None
+            results.append(
+                self.search_service.search(owner, query, top_k=POOL, options=options, checked=True)
+            )
+        if selection is not None:
+            results.append(
+                self.search_service.search(owner, selection, top_k=POOL, options=options, checked=True)
+            )
+        used = "+".join(
+            name for name, on in (("query", has_query), ("selection", selection is not None)) if on
+        )
+        fused = _fuse(results)
+
+        pinned_entries = self.store.by_hashes(owner, pins) if pins else {}
+        missing = [h for h in pins if h not in pinned_entries]
+        hits_by_id = {hit.id: hit for hit in fused}
+        entries = self.store.many(owner, [uuid.UUID(h.id) for h in fused])
+
+        items: list[Ranked] = []
+        taken: set[uuid.UUID] = set()
+        for digest in pins:
+            entry = pinned_entries.get(digest)
+            if entry is not None and entry.id not in taken and len(items) < top_k:
+                hit = hits_by_id.get(str(entry.id))
+                items.append(Ranked(entry, hit, hit.score if hit else 0.0, True))
+                taken.add(entry.id)
+
+        fill: list[Candidate[SearchHit | None]] = [
+            Candidate(hit.id, hit.content_hash, entries[uuid.UUID(hit.id)].body, hit.score, hit)
+            for hit in fused
+            if uuid.UUID(hit.id) in entries and uuid.UUID(hit.id) not in taken
+        ]
+        pinned_cands: list[Candidate[SearchHit | None]] = [
+            Candidate(str(r.entry.id), r.entry.content_hash, r.entry.body, 1.0, r.hit) for r in items
+        ]
+        # Dedup against the pins too: a near-copy of a pinned entry adds nothing.
+        fill = dedup([*pinned_cands, *fill])[len(pinned_cands) :]
+        room = top_k - len(items)
+        if diversify and fill:
+            model = self.search_service.embedder.model if self.search_service.embedder else None
+            vectors: dict[str, Sequence[float]] = {}
+            if model is not None:
+                stored = self.store.vectors(owner, [uuid.UUID(c.key) for c in fill], model)
+                vectors = {str(k): v for k, v in stored.items()}
+            fill = mmr(fill, vectors, room)
+        for cand in fill[:room]:
+            hit = cand.item
+            assert hit is not None
+            items.append(Ranked(entries[uuid.UUID(hit.id)], hit, hit.score, False))
+
+        first = results[0]
+        live = any(r.status != "empty_store" for r in results) or bool(pinned_entries)
+        status: Status = "ok" if items else ("no_matches" if live else "empty_store")
+        return Retrieved(
+            status=status,
+            items=items,
+            missing_pins=missing,
+            degraded=any(r.degraded for r in results),
+            degraded_reason=next((r.degraded_reason for r in results if r.degraded_reason), None),
+            used=used,
+            selection_ignored=ignored,
+            timings={
+                "embed_ms": round(sum(r.timings.embed_ms or 0.0 for r in results), 3),
+                "sql_ms": round(sum(r.timings.sql_ms for r in results), 3),
+                "search_ms": round(sum(r.timings.total_ms for r in results), 3),
+                "query_terms": float(first.query_terms),
+            },
+        )
+
+
+def _fuse(results: list[SearchResult]) -> list[SearchHit]:
+    """One search: its hits. Query + selection: RRF over both rankings, ties by id."""
+    if len(results) == 1:
+        return list(results[0].hits)
+    scores: dict[str, float] = {}
+    hits: dict[str, SearchHit] = {}
+    for result in results:
+        for hit in result.hits:
+            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (RRF_K + hit.rank)
+            hits.setdefault(hit.id, hit)
+    order = sorted(scores, key=lambda key: (-scores[key], key))
+    return [replace(hits[key], score=scores[key]) for key in order]

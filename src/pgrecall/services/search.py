@@ -1,0 +1,234 @@
+"""Hybrid search use case: validate, embed the query (or degrade to lexical), run the statement, explain."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from pgrecall.config import Settings
+from pgrecall.domain.entries import EntryFilters, Status
+from pgrecall.domain.language import LanguageCatalog
+from pgrecall.domain.text import make_snippet
+from pgrecall.domain.validation import (
+    Mode,
+    check_filters,
+    check_min_similarity,
+    check_mode,
+    check_query,
+    check_top_k,
+)
+from pgrecall.embeddings.base import Embedder, EmbeddingError
+from pgrecall.errors import InvalidInputError
+from pgrecall.store.search import SearchParams, SearchRow, SearchStore, Tuning
+
+log = logging.getLogger(__name__)
+
+Branch = Literal["vector", "lexical"]
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How to search, besides the text: mode, filters (checked once, here) and a cosine floor."""
+
+    mode: str = "hybrid"
+    filters: EntryFilters = field(default_factory=EntryFilters)
+    min_similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class ScoreBreakdown:
+    """Why a hit ranks where it does: each branch's rank and score, and its share of the fused score."""
+
+    vector_rank: int | None
+    cosine_similarity: float | None
+    vector_rrf: float
+    lexical_rank: int | None
+    lexical_score: float | None
+    lexical_rrf: float
+    fused: float
+    regconfig: str | None
+    matched_terms: list[str]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result (never with a vector)."""
+
+    rank: int
+    id: str
+    title: str | None
+    snippet: str
+    tags: list[str]
+    kind: str
+    source: str | None
+    language: str
+    content_hash: str
+    created_at: datetime
+    updated_at: datetime
+    score: float
+    breakdown: ScoreBreakdown
+
+
+@dataclass(frozen=True)
+class SearchTimings:
+    """Where the time went, in milliseconds (embed_ms None when no vector was computed)."""
+
+    embed_ms: float | None
+    sql_ms: float
+    total_ms: float
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Result of a search: hits, which branches ran, and why it was degraded if it was."""
+
+    status: Status
+    mode: Mode
+    branches: list[Branch]
+    degraded: bool
+    degraded_reason: str | None
+    hits: list[SearchHit]
+    query_terms: int
+    lexical_candidates: int
+    vector_candidates: int
+    embedding_model: str | None
+    timings: SearchTimings
+
+
+class SearchService:
+    """Hybrid search over one owner's entries; plain Python around the one SQL statement."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        pool: ConnectionPool[psycopg.Connection[dict[str, Any]]],
+        catalog: LanguageCatalog,
+        embedder: Embedder | None,
+        *,
+        tuning: Tuning | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = SearchStore(pool)
+        self.catalog = catalog
+        self.embedder = embedder
+        self.tuning = tuning or Tuning()
+
+    def check(self, options: SearchOptions) -> SearchOptions:
+        """Options with mode, filters and cosine floor validated (language resolved to its regconfig)."""
+        if options.filters.include_deleted:
+            raise InvalidInputError("include_deleted", "search covers live entries only; use list_entries")
+        return SearchOptions(
+            mode=check_mode(options.mode),
+            filters=check_filters(options.filters, self.catalog),
+            min_similarity=check_min_similarity(options.min_similarity),
+        )
+
+    def search(
+        self,
+        owner: str,
+        query: str,
+        *,
+        top_k: int = 10,
+        options: SearchOptions | None = None,
+        checked: bool = False,
+    ) -> SearchResult:
+        """Search `owner`'s live entries; filters apply inside both branches, before fusion.
+
+        `checked`: the options already went through check() (retrieval checks them once for
+        several searches).
+        """
+        started = time.perf_counter()
+        clean = check_query(query)
+        check_top_k(top_k)
+        opts = options or SearchOptions()
+        if not checked:
+            opts = self.check(opts)
+        want = check_mode(opts.mode)
+        vector, embed_ms, reason = self._embed(clean) if want != "lexical" else (None, None, None)
+        use_lexical = want != "vector" or vector is None
+        params = SearchParams(
+            owner=owner,
+            query=clean,
+            top_k=top_k,
+            vector=vector,
+            model=self.embedder.model if (vector is not None and self.embedder) else None,
+            dim=len(vector) if vector is not None else None,
+            use_vector=vector is not None,
+            use_lexical=use_lexical,
+            filters=opts.filters,
+            min_similarity=opts.min_similarity,
+            tuning=self.tuning,
+        )
+        sql_started = time.perf_counter()
+        found = self.store.search(params)
+        sql_ms = (time.perf_counter() - sql_started) * 1000
+        hits = [self._hit(i, row) for i, row in enumerate(found.rows, start=1)]
+        status: Status = "empty_store" if found.live_entries == 0 else ("ok" if hits else "no_matches")
+        branches: list[Branch] = []
+        if vector is not None:
+            branches.append("vector")
+        if use_lexical:
+            branches.append("lexical")
+        return SearchResult(
+            status=status,
+            mode=want,
+            branches=branches,
+            degraded=reason is not None,
+            degraded_reason=reason,
+            hits=hits,
+            query_terms=found.query_terms,
+            lexical_candidates=found.lexical_candidates,
+            vector_candidates=found.vector_candidates,
+            embedding_model=params.model,
+            timings=SearchTimings(
+                embed_ms=round(embed_ms, 3) if embed_ms is not None else None,
+                sql_ms=round(sql_ms, 3),
+                total_ms=round((time.perf_counter() - started) * 1000, 3),
+            ),
+        )
+
+    def _embed(self, query: str) -> tuple[list[float] | None, float | None, str | None]:
+        if self.embedder is None:
+            return None, None, "no embedding provider is configured: lexical search only"
+        started = time.perf_counter()
+        try:
+            vector = self.embedder.embed_queries([query])[0]
+        except EmbeddingError as exc:
+            # A search must still answer: the lexical branch alone, flagged as degraded.
+            log.warning("query embedding failed; lexical-only search", extra={"error": str(exc)})
+            return None, None, f"embedding failed ({exc}): lexical search only"
+        return vector, (time.perf_counter() - started) * 1000, None
+
+    @staticmethod
+    def _hit(rank: int, row: SearchRow) -> SearchHit:
+        return SearchHit(
+            rank=rank,
+            id=str(row.id),
+            title=row.title,
+            snippet=make_snippet(row.body, row.matched),
+            tags=row.tags,
+            kind=row.kind,
+            source=row.source,
+            language=row.language,
+            content_hash=row.content_hash,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            score=row.fused,
+            breakdown=ScoreBreakdown(
+                vector_rank=row.vec_rank,
+                cosine_similarity=row.cos_sim,
+                vector_rrf=row.vec_rrf,
+                lexical_rank=row.lex_rank,
+                lexical_score=row.lex_score,
+                lexical_rrf=row.lex_rrf,
+                fused=row.fused,
+                regconfig=row.lex_cfg,
+                matched_terms=row.matched,
+            ),
+        )

@@ -1,0 +1,346 @@
+"""Import JSON lines (the export format): validate each line, COPY good ones in batches, merge by policy.
+
+A line is an object with the export's keys. Required: `id` (UUID) and `text`. Everything
+else is optional: `owner` (default: --owner or PGRECALL_OWNER), `kind` ('note'), `language`
+(a regconfig name as exported, or an ISO 639-1 code; absent → detected like any write),
+`content_hash` (checked against the text when given), `version` and the timestamps (absent:
+the line counts as a fresh edit; see store/transfer.py), vectors (`embedding` with
+`embedding_model`; absent → pending, filled by `pgrecall reembed`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgrecall.domain.language import LanguageCatalog, LanguageDetector
+from pgrecall.domain.text import content_hash
+from pgrecall.domain.validation import (
+    check_body,
+    check_kind,
+    check_metadata,
+    check_source,
+    check_tags,
+    check_title,
+    parse_id,
+)
+from pgrecall.errors import InvalidInputError, PgrecallError
+from pgrecall.store.entries import vector_literal
+from pgrecall.store.transfer import ConflictPolicy, MergeCounts, StagedRow, TransferStore
+
+FIELDS = (
+    "id",
+    "owner",
+    "kind",
+    "source",
+    "title",
+    "text",
+    "tags",
+    "metadata",
+    "language",
+    "content_hash",
+    "version",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+    "embedding_model",
+    "embedding_dim",
+    "embedding",
+)
+MAX_OWNER_CHARS = 200
+MAX_MODEL_CHARS = 200
+MAX_VECTOR_DIM = 16_000
+
+
+@dataclass(frozen=True)
+class LineError:
+    """A line that was not imported, and why (the message names the field)."""
+
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """How to import: owner restriction/target, conflict policy, all-or-nothing, batch size."""
+
+    owner: str | None = None
+    on_conflict: ConflictPolicy = "newer"
+    atomic: bool = False
+    batch_size: int = 500
+
+
+@dataclass
+class ImportReport:
+    """What an import did; `errors` lists every bad line."""
+
+    lines: int = 0
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    kept: int = 0
+    other_owner: int = 0
+    without_vectors: int = 0
+    rolled_back: bool = False
+    errors: list[LineError] = field(default_factory=list)
+
+    def add(self, counts: MergeCounts) -> None:
+        """Accumulate one merged batch."""
+        self.inserted += counts.inserted
+        self.updated += counts.updated
+        self.unchanged += counts.unchanged
+        self.kept += counts.kept
+
+
+def _opt_str(obj: dict[str, Any], name: str) -> str | None:
+    value = obj.get(name)
+    if value is not None and not isinstance(value, str):
+        raise InvalidInputError(name, f"must be a string or null, got {type(value).__name__}")
+    return value
+
+
+def _timestamp(obj: dict[str, Any], name: str) -> datetime | None:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(name, "must be an ISO 8601 timestamp string or null")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInputError(name, f"not an ISO 8601 timestamp: {value[:60]!r}") from None
+    if parsed.tzinfo is None:
+        raise InvalidInputError(name, "needs a UTC offset (e.g. +00:00)")
+    return parsed
+
+
+def _version(obj: dict[str, Any]) -> int | None:
+    value = obj.get("version")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**31 - 1:
+        raise InvalidInputError("version", f"must be a positive integer, got {value!r}")
+    return value
+
+
+def _vector(obj: dict[str, Any]) -> tuple[str | None, str | None, int | None]:
+    values, model, dim = obj.get("embedding"), obj.get("embedding_model"), obj.get("embedding_dim")
+    if values is None:
+        if model is not None:
+            raise InvalidInputError("embedding_model", "is set but embedding is null")
+        return None, None, None
+    if not isinstance(values, list) or not 1 <= len(values) <= MAX_VECTOR_DIM:
+        raise InvalidInputError("embedding", f"must be a list of 1 to {MAX_VECTOR_DIM} numbers")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+        raise InvalidInputError("embedding", "must hold only finite numbers")
+    if not isinstance(model, str) or not model.strip() or len(model) > MAX_MODEL_CHARS:
+        raise InvalidInputError("embedding_model", "is required with embedding (the model that made it)")
+    if dim is not None and dim != len(values):
+        raise InvalidInputError("embedding_dim", f"is {dim!r} but embedding has {len(values)} numbers")
+    return vector_literal(values), model, len(values)
+
+
+class RecordValidator:
+    """Turns one parsed line into a StagedRow with the same rules as every write path."""
+
+    def __init__(
+        self,
+        catalog: LanguageCatalog,
+        detector: LanguageDetector,
+        *,
+        max_text_chars: int,
+        default_owner: str,
+    ) -> None:
+        self.catalog = catalog
+        self.detector = detector
+        self.max_text_chars = max_text_chars
+        self.default_owner = default_owner
+
+    def _owner(self, obj: dict[str, Any]) -> str:
+        value = obj.get("owner")
+        if value is None:
+            return self.default_owner
+        if not isinstance(value, str) or not 1 <= len(value) <= MAX_OWNER_CHARS or "\x00" in value:
+            raise InvalidInputError("owner", f"must be a string of 1 to {MAX_OWNER_CHARS} characters")
+        return value
+
+    def _language(self, value: Any, title: str | None, body: str) -> str:
+        if value is None:
+            # The same resolution as EntryService.add without an explicit language.
+            return self.detector.resolve(None, f"{title or ''}\n{body}").regconfig
+        if not isinstance(value, str):
+            raise InvalidInputError("language", "must be a string or null")
+        key = value.strip().lower()
+        if key in self.catalog.configs:
+            return key
+        return self.catalog.resolve_explicit(value).regconfig
+
+    def validate(self, obj: Any) -> StagedRow:
+        """Validate one line; InvalidInputError names the first bad field."""
+        if not isinstance(obj, dict):
+            raise InvalidInputError("line", f"must be a JSON object, got {type(obj).__name__}")
+        unknown = sorted(set(obj) - set(FIELDS))
+        if unknown:
+            raise InvalidInputError(unknown[0], f"unknown field; the fields are {', '.join(FIELDS)}")
+        if obj.get("id") is None:
+            raise InvalidInputError("id", "is required (a UUID)")
+        if not isinstance(obj["id"], str):
+            raise InvalidInputError("id", f"must be a UUID string, got {type(obj['id']).__name__}")
+        ident = parse_id(obj["id"])
+        if "text" not in obj or obj["text"] is None:
+            raise InvalidInputError("text", "is required")
+        body = check_body(obj["text"], self.max_text_chars)
+        title = check_title(_opt_str(obj, "title"))
+        tags = obj.get("tags")
+        if tags is not None and not isinstance(tags, list):
+            raise InvalidInputError("tags", "must be a list of strings")
+        kind = _opt_str(obj, "kind")
+        digest = content_hash(body)
+        given_hash = obj.get("content_hash")
+        if given_hash is not None and given_hash != digest:
+            raise InvalidInputError("content_hash", f"does not match the text (which hashes to {digest})")
+        embedding, model, dim = _vector(obj)
+        return StagedRow(
+            owner=self._owner(obj),
+            id=ident,
+            kind=check_kind(kind),
+            source=check_source(_opt_str(obj, "source")),
+            title=title,
+            body=body,
+            tags=check_tags(tags),
+            metadata=check_metadata(obj.get("metadata")),
+            language=self._language(obj.get("language"), title, body),
+            content_hash=digest,
+            version=_version(obj),
+            created_at=_timestamp(obj, "created_at"),
+            updated_at=_timestamp(obj, "updated_at"),
+            deleted_at=_timestamp(obj, "deleted_at"),
+            embedding=embedding,
+            embedding_model=model,
+            embedding_dim=dim,
+        )
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def read_jsonl(path: Path, on_bytes: Callable[[int], object] | None = None) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) per non-blank line; a LineError in place of an unparsable one."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if on_bytes is not None:
+                on_bytes(len(raw))
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, LineError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+                continue
+            if number == 1:
+                text = text.removeprefix("\ufeff")
+            if not text.strip():
+                continue
+            try:
+                yield number, json.loads(text, parse_constant=_reject_constant)
+            except json.JSONDecodeError as exc:
+                yield number, LineError(number, f"not valid JSON: {exc.msg} at column {exc.colno}")
+            except ValueError as exc:
+                yield number, LineError(number, f"not valid JSON: {exc}")
+
+
+def run_import(
+    conn: psycopg.Connection[dict[str, Any]],
+    items: Iterable[tuple[int, Any]],
+    validator: RecordValidator,
+    options: ImportOptions,
+    *,
+    statement_timeout_ms: int = 30_000,
+) -> ImportReport:
+    """Validate (line, object) pairs and merge the good ones in batches; see ImportOptions.
+
+    Without `atomic` every batch commits on its own, so an interrupted import keeps what it
+    wrote and a re-run is idempotent. With `atomic` all batches share one transaction that
+    commits only if no line was bad.
+    """
+    report = ImportReport()
+    store = TransferStore(conn, statement_timeout_ms)
+    store.prepare_stage()
+    if not options.atomic:
+        conn.commit()
+    seen: dict[tuple[str, bytes], int] = {}
+    batch: list[StagedRow] = []
+    batch_lines: list[int] = []
+
+    def flush() -> None:
+        if batch and not (options.atomic and report.errors):  # atomic + a bad line: it will roll back
+            try:
+                store.stage(batch)
+                report.add(store.merge(options.on_conflict))
+            except psycopg.Error as exc:
+                conn.rollback()
+                raise PgrecallError(
+                    f"lines {batch_lines[0]}-{batch_lines[-1]}: the database refused the batch "
+                    f"({exc.sqlstate}: {str(exc).strip().splitlines()[0]}); earlier batches "
+                    f"{'were rolled back' if options.atomic else 'are kept'}"
+                ) from exc
+            if not options.atomic:
+                conn.commit()
+            report.without_vectors += sum(1 for row in batch if row.embedding is None)
+        batch.clear()
+        batch_lines.clear()
+
+    for line, item in items:
+        report.lines += 1
+        if isinstance(item, LineError):
+            report.errors.append(item)
+            continue
+        try:
+            row = validator.validate(item)
+        except InvalidInputError as exc:
+            report.errors.append(LineError(line, str(exc)))
+            continue
+        if options.owner is not None and row.owner != options.owner:
+            report.other_owner += 1
+            continue
+        key = (row.owner, row.id.bytes)
+        if key in seen:
+            report.errors.append(
+                LineError(line, f"id: {row.id} of owner {row.owner!r} is already on line {seen[key]}")
+            )
+            continue
+        seen[key] = line
+        batch.append(row)
+        batch_lines.append(line)
+        if len(batch) >= options.batch_size:
+            flush()
+    flush()
+    if options.atomic:
+        if report.errors:
+            conn.rollback()
+            report.inserted = report.updated = report.unchanged = report.kept = report.without_vectors = 0
+            report.rolled_back = True
+        else:
+            conn.commit()
+    return report
+
+
+def import_jsonl(
+    conn: psycopg.Connection[dict[str, Any]],
+    path: Path,
+    validator: RecordValidator,
+    options: ImportOptions,
+    *,
+    statement_timeout_ms: int = 30_000,
+    on_bytes: Callable[[int], object] | None = None,
+) -> ImportReport:
+    """Import a JSON-lines file (the `pgrecall export` format)."""
+    return run_import(
+        conn, read_jsonl(path, on_bytes), validator, options, statement_timeout_ms=statement_timeout_ms
+    )

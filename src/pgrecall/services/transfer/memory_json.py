@@ -1,0 +1,184 @@
+"""Read the knowledge graph of the MCP reference memory server (@modelcontextprotocol/server-memory).
+
+Its file (memory.jsonl; memory.json before it was renamed) holds one JSON object per line:
+`{"type":"entity","name":…,"entityType":…,"observations":[…]}` or
+`{"type":"relation","from":…,"to":…,"relationType":…}`.
+
+Mapping, one pgrecall entry per entity (relations are not entries of their own):
+- id: uuid5 of the entity name, so the same entity always lands on the same entry and a
+  re-import updates it instead of adding a copy;
+- title: the name; text: the observations, one per line (the name when there are none);
+- kind: entityType folded to the kind token rule (lowercase ASCII; 'entity' if nothing is left);
+  tags: [entityType] as written; source: 'mcp-server-memory';
+- metadata.mcp_memory: name, entityType, every relation touching the entity (sorted), and
+  unknown keys of the entity line under `extra`;
+- language detected like any write; vector pending until `pgrecall reembed` (or --reembed);
+- no version or timestamps: a changed entity is updated (version + 1), an unchanged one is
+  left alone.
+Entities listed twice are merged (observations in order, without repeats).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgrecall.services.transfer.importer import (
+    ImportOptions,
+    ImportReport,
+    LineError,
+    RecordValidator,
+    read_jsonl,
+    run_import,
+)
+
+# Fixed forever: changing it would give every imported entity a new id.
+MEMORY_NAMESPACE = uuid.UUID("6f0c7a52-4f3e-5b8e-9a51-2d6c3e1b7f40")
+SOURCE = "mcp-server-memory"
+_NOT_KIND = re.compile(r"[^a-z0-9_.:-]+")
+_ENTITY_KEYS = {"type", "name", "entityType", "observations"}
+
+
+def entity_id(name: str) -> uuid.UUID:
+    """The entry id of a memory-server entity (stable across imports)."""
+    return uuid.uuid5(MEMORY_NAMESPACE, name)
+
+
+def entity_kind(entity_type: str) -> str:
+    """entityType folded to pgrecall's kind token: 'Project Milestone' → 'project_milestone'."""
+    folded = unicodedata.normalize("NFKD", entity_type).encode("ascii", "ignore").decode().lower()
+    token = _NOT_KIND.sub("_", folded).strip("_.:-")[:64]
+    return token or "entity"
+
+
+@dataclass
+class _Entity:
+    line: int
+    name: str
+    entity_type: str
+    observations: list[str]
+    extra: dict[str, Any]
+    relations: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class MemoryGraph:
+    """The entities of a memory file as import lines, plus the lines that were refused."""
+
+    items: list[tuple[int, Any]]
+    entities: int
+    relations: int
+
+
+def _entity(line: int, obj: dict[str, Any]) -> _Entity | LineError:
+    name, entity_type, observations = obj.get("name"), obj.get("entityType"), obj.get("observations", [])
+    if not isinstance(name, str) or not name.strip():
+        return LineError(line, "name: an entity needs a non-empty string name")
+    if not isinstance(entity_type, str):
+        return LineError(line, "entityType: must be a string")
+    if not isinstance(observations, list) or not all(isinstance(o, str) for o in observations):
+        return LineError(line, "observations: must be a list of strings")
+    extra = {k: v for k, v in obj.items() if k not in _ENTITY_KEYS}
+    return _Entity(line, name, entity_type, list(observations), extra)
+
+
+def _relation(line: int, obj: dict[str, Any]) -> dict[str, str] | LineError:
+    rel = {key: obj.get(key) for key in ("from", "to", "relationType")}
+    for key, value in rel.items():
+        if not isinstance(value, str) or not value:
+            return LineError(line, f"{key}: a relation needs a non-empty string {key!r}")
+    return {k: str(v) for k, v in rel.items()}
+
+
+def _record(entity: _Entity) -> dict[str, Any]:
+    observations = [o for o in entity.observations if o.strip()]
+    meta: dict[str, Any] = {
+        "name": entity.name,
+        "entityType": entity.entity_type,
+        "relations": sorted(entity.relations, key=lambda r: (r["from"], r["relationType"], r["to"])),
+    }
+    if entity.extra:
+        meta["extra"] = entity.extra
+    tag = entity.entity_type.strip()
+    return {
+        "id": str(entity_id(entity.name)),
+        "kind": entity_kind(entity.entity_type),
+        "source": SOURCE,
+        "title": entity.name,
+        "text": "\n".join(observations) if observations else entity.name,
+        "tags": [tag] if tag and len(tag) <= 100 else [],
+        "metadata": {"mcp_memory": meta},
+    }
+
+
+def read_memory_json(path: Path, on_bytes: Callable[[int], object] | None = None) -> MemoryGraph:
+    """Parse a memory-server file into import lines (one per entity, at the entity's first line)."""
+    entities: dict[str, _Entity] = {}
+    relations: list[tuple[int, dict[str, str]]] = []
+    errors: list[tuple[int, Any]] = []
+    for line, obj in read_jsonl(path, on_bytes):
+        if isinstance(obj, LineError):
+            errors.append((line, obj))
+            continue
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        parsed: _Entity | dict[str, str] | LineError
+        if kind == "entity":
+            parsed = _entity(line, obj)
+        elif kind == "relation":
+            parsed = _relation(line, obj)
+        else:
+            parsed = LineError(line, f"type: must be 'entity' or 'relation', got {kind!r}")
+        if isinstance(parsed, LineError):
+            errors.append((line, parsed))
+        elif isinstance(parsed, _Entity):
+            known = entities.get(parsed.name)
+            if known is None:
+                entities[parsed.name] = parsed
+            else:
+                known.observations += [o for o in parsed.observations if o not in known.observations]
+        else:
+            relations.append((line, parsed))
+    for line, rel in relations:
+        ends = [entities[n] for n in dict.fromkeys((rel["from"], rel["to"])) if n in entities]
+        if not ends:
+            errors.append(
+                (line, LineError(line, f"relation: neither {rel['from']!r} nor {rel['to']!r} is an entity"))
+            )
+        for end in ends:
+            if rel not in end.relations:
+                end.relations.append(rel)
+    items = errors + [(e.line, _record(e)) for e in entities.values()]
+    items.sort(key=lambda item: item[0])
+    return MemoryGraph(items=items, entities=len(entities), relations=len(relations))
+
+
+def import_memory_json(
+    conn: psycopg.Connection[dict[str, Any]],
+    path: Path,
+    validator: RecordValidator,
+    options: ImportOptions,
+    *,
+    statement_timeout_ms: int = 30_000,
+    on_total: Callable[[int], object] | None = None,
+    on_item: Callable[[], object] | None = None,
+) -> tuple[ImportReport, MemoryGraph]:
+    """Import a memory-server file into `validator`'s default owner (see the module docstring)."""
+    graph = read_memory_json(path)
+    if on_total is not None:
+        on_total(len(graph.items))
+
+    def items() -> Iterator[tuple[int, Any]]:
+        for item in graph.items:
+            yield item
+            if on_item is not None:
+                on_item()
+
+    report = run_import(conn, items(), validator, options, statement_timeout_ms=statement_timeout_ms)
+    return report, graph

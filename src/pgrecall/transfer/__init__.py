@@ -1,7 +1,0 @@
-"""Moving entries in and out: JSONL export/import and the MCP memory server's memory.json."""
-
-from pgrecall.transfer.export import export_jsonl
-from pgrecall.transfer.importer import ImportOptions, ImportReport, LineError, import_jsonl
-from pgrecall.transfer.memory_json import import_memory_json
-
-__all__ = ["ImportOptions", "ImportReport", "LineError", "export_jsonl", "import_jsonl", "import_memory_json"]

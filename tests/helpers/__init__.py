@@ -1,0 +1,1 @@
+"""Test helpers: pytest plugins (fixtures) and plain functions the test modules import."""

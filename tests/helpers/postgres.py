@@ -1,0 +1,87 @@
+"""Pytest plugin: one real embedded PostgreSQL per test session, a fresh database per test."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from pgrecall.config import Settings
+from pgrecall.db import migrate as schema
+from pgrecall.db.embedded import EmbeddedServer
+
+TEMPLATE = "pgrecall_template"
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_home() -> Iterator[Path]:
+    """A throw-away PGRECALL_HOME outside /root."""
+    home = Path(tempfile.mkdtemp(prefix="pgrecall-test-", dir="/tmp"))
+    # The embedded server runs as its own user when tests run as root; it must enter this dir.
+    home.chmod(0o755)
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server(pg_home: Path) -> Iterator[EmbeddedServer]:
+    """The embedded server, started once; stopped at the end of the session even on failure."""
+    server = EmbeddedServer(pg_home / "server")
+    server.acquire()
+    try:
+        with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
+        schema.upgrade(server.url(TEMPLATE), "head")
+        yield server
+    finally:
+        server.release()
+        server.stop()
+
+
+def _create_db(server: EmbeddedServer, template: str | None) -> str:
+    name = f"t_{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+        if template:
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(template)
+                )
+            )
+        else:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return name
+
+
+def _drop_db(server: EmbeddedServer, name: str) -> None:
+    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def db_url(pg_server: EmbeddedServer) -> Iterator[str]:
+    """URL of a fresh database already at head."""
+    name = _create_db(pg_server, TEMPLATE)
+    yield pg_server.url(name)
+    _drop_db(pg_server, name)
+
+
+@pytest.fixture
+def empty_db_url(pg_server: EmbeddedServer) -> Iterator[str]:
+    """URL of a fresh database with no schema at all."""
+    name = _create_db(pg_server, None)
+    yield pg_server.url(name)
+    _drop_db(pg_server, name)
+
+
+@pytest.fixture
+def settings(db_url: str, pg_home: Path) -> Settings:
+    """Settings pointing at the fresh database (as an external URL)."""
+    return Settings(database_url=db_url, home=pg_home / "unused-home")
