@@ -14,10 +14,12 @@ if TYPE_CHECKING:
     from pgrecall.domain.entries import Entry
 
 
-def _entry_json(entry: Entry) -> dict[str, Any]:
+def _entry_json(entry: Entry, active_model: str | None) -> dict[str, Any]:
+    from pgrecall.domain.entries import vector_pending
+
     data = asdict(entry)
     data["id"] = str(entry.id)
-    data["vector_pending"] = entry.embedding_model is None
+    data["vector_pending"] = vector_pending(entry, active_model)
     return data
 
 
@@ -55,7 +57,7 @@ def add(
             )
         except PgrecallError as exc:
             fail(str(exc))
-        out = _entry_json(written.entry)
+        out = _entry_json(written.entry, opened.active_model)
         out["language_resolution"] = written.language.how
     echo_json(out)
 
@@ -64,12 +66,13 @@ def get(entry_id: Annotated[str, typer.Argument(help="Entry id (UUID).")]) -> No
     """Print one entry as JSON (deleted ones too, with deleted_at set)."""
     from pgrecall.errors import PgrecallError
 
-    with open_app(with_embedder=False) as opened:
+    # The embedder loads lazily: opening it only names the active model (for vector_pending).
+    with open_app() as opened:
         try:
             entry = opened.entries.get(opened.settings.owner, entry_id, include_deleted=True)
         except PgrecallError as exc:
             fail(str(exc))
-    echo_json(_entry_json(entry))
+        echo_json(_entry_json(entry, opened.active_model))
 
 
 def list_entries(
@@ -86,12 +89,13 @@ def list_entries(
     from pgrecall.errors import PgrecallError
 
     filters = EntryFilters(kind=kind, source=source, language=language, tags_all=tag, include_deleted=deleted)
-    with open_app(with_embedder=False) as opened:
+    with open_app() as opened:
         try:
             page = opened.entries.list(opened.settings.owner, filters, limit=limit, cursor=cursor)
         except PgrecallError as exc:
             fail(str(exc))
-    echo_json({"entries": [_entry_json(e) for e in page.entries], "next_cursor": page.next_cursor})
+        entries = [_entry_json(e, opened.active_model) for e in page.entries]
+    echo_json({"entries": entries, "next_cursor": page.next_cursor})
 
 
 def delete(entry_id: Annotated[str, typer.Argument(help="Entry id (UUID).")]) -> None:

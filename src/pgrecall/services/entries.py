@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgrecall.config import Settings
-from pgrecall.domain.entries import Entry, EntryChanges, EntryFilters, NewEntry, Page, embedding_text
+from pgrecall.domain.entries import (
+    Entry,
+    EntryChanges,
+    EntryFilters,
+    NewEntry,
+    Page,
+    embedding_text,
+    vector_pending,
+)
 from pgrecall.domain.language import LanguageCatalog, LanguageDetector, Resolved
 from pgrecall.domain.text import content_hash
 from pgrecall.domain.validation import (
@@ -130,7 +138,7 @@ class EntryService:
         entry, created = self.store.create(owner, new)
         if not created:
             return self._replay(entry)
-        return Written(entry, resolved, vector is None)
+        return Written(entry, resolved, self._pending(entry))
 
     def _replay(self, entry: Entry) -> Written:
         return Written(**{**self.as_kept(entry).__dict__, "replay": True})
@@ -141,9 +149,7 @@ class EntryService:
         return Written(entry, resolved, self._pending(entry))
 
     def _pending(self, entry: Entry) -> bool:
-        return entry.embedding_model is None or (
-            self.embedder is not None and entry.embedding_model != self.embedder.model
-        )
+        return vector_pending(entry, self.embedder.model if self.embedder is not None else None)
 
     def get(self, owner: str, entry_id: str | uuid.UUID, *, include_deleted: bool = False) -> Entry:
         """One entry by id."""
