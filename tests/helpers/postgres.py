@@ -83,5 +83,7 @@ def empty_db_url(pg_server: EmbeddedServer) -> Iterator[str]:
 
 @pytest.fixture
 def settings(db_url: str, pg_home: Path) -> Settings:
-    """Settings pointing at the fresh database (as an external URL)."""
-    return Settings(database_url=db_url, home=pg_home / "unused-home")
+    """Settings pointing at the fresh database (as an external URL), with the models in this process."""
+    # Models in-process: each test gets exactly the embedder its settings name (the shared worker's
+    # own tests, and the server subprocesses started with PGRECALL_MODELS=worker, cover worker mode).
+    return Settings(database_url=db_url, home=pg_home / "unused-home", models="in-process")

@@ -21,6 +21,7 @@ def server_env(settings: Settings) -> dict[str, str]:
     assert settings.database_url is not None
     env["PGRECALL_DATABASE_URL"] = settings.database_url.get_secret_value()
     env["PGRECALL_HOME"] = str(settings.home)
+    env["PGRECALL_MODELS"] = settings.models
     return env
 
 

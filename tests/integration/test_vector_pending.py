@@ -27,6 +27,7 @@ def _cli_get(settings: Settings, entry_id: str) -> dict[str, object]:
         "PGRECALL_DATABASE_URL": settings.database_url.get_secret_value(),
         "PGRECALL_HOME": str(settings.home),
         "PGRECALL_EMBEDDER": settings.embedder,
+        "PGRECALL_MODELS": settings.models,
     }
     result = CliRunner().invoke(cli_app, ["get", entry_id], env=env)
     assert result.exit_code == 0, result.output

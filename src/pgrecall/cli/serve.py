@@ -33,11 +33,14 @@ def _terminate_gracefully(signum: int, frame: FrameType | None) -> None:
 
 
 def _warm_up(runtime: Runtime) -> None:
-    """Load the language detector and the embedding model before the first call needs them."""
+    """Have the shared model worker load the embedder and the detector before the first call needs them.
+
+    Only a request to another process: nothing here loads a model in this one, so the protocol
+    is answered at once. In-process mode loads models on first use instead (a load there would
+    hold the GIL, and the event loop with it).
+    """
     try:
-        runtime.app.detector.warm_up()
-        if runtime.app.embedder is not None:
-            runtime.app.embedder.embed_queries(["warm up"])
+        runtime.app.warm_models()
     except Exception as exc:
         log.warning("warm-up failed (the first calls will be slower or degraded): %s", exc)
 

@@ -1,22 +1,12 @@
-"""Languages: ISO 639-1 codes ↔ PostgreSQL text-search configs, and lingua detection."""
+"""Languages: ISO 639-1 codes ↔ PostgreSQL text-search configs, and how a detection becomes one."""
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
-import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from pgrecall.domain.detection import Detection
 from pgrecall.errors import InvalidInputError
-
-log = logging.getLogger(__name__)
-
-# One lingua detector per process and language set: it costs seconds and hundreds
-# of MB, so every App/test in the process shares it.
-_DETECTORS: dict[tuple[tuple[str, ...], bool], tuple[Any, dict[Any, str], float]] = {}
-_DETECTORS_LOCK = threading.Lock()
 
 SIMPLE = "simple"
 
@@ -99,88 +89,50 @@ class LanguageCatalog:
         return CONFIG_TO_ISO.get(regconfig)
 
 
+DetectBackend = Callable[[str], Detection]
+"""Detects one text's language among the catalog's codes (in this process, or in the model worker)."""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a detection is trusted: enough letters, enough confidence, a clear margin over the runner-up."""
+
+    min_letters: int = 20
+    min_confidence: float = 0.2
+    min_ratio: float = 1.2
+    max_chars: int = 2000
+
+
+def in_process_backend(catalog: LanguageCatalog, thresholds: Thresholds) -> DetectBackend:
+    """Detection in this process (lingua models load lazily, per language, on first need)."""
+    from pgrecall.domain.detection import ShortTextDetector
+
+    detector = ShortTextDetector(
+        catalog.supported_codes(),
+        min_letters=thresholds.min_letters,
+        min_confidence=thresholds.min_confidence,
+        min_ratio=thresholds.min_ratio,
+        max_chars=thresholds.max_chars,
+    )
+    return detector.detect
+
+
 class LanguageDetector:
-    """Lingua restricted to the languages the server can stem; built once, lazily, thread-safe."""
+    """Turns a detection (from a backend) into the regconfig an entry is stemmed with."""
 
-    def __init__(
-        self,
-        catalog: LanguageCatalog,
-        *,
-        min_letters: int = 20,
-        min_confidence: float = 0.2,
-        min_ratio: float = 1.2,
-        high_accuracy: bool = True,
-        max_chars: int = 2000,
-    ) -> None:
+    def __init__(self, catalog: LanguageCatalog, backend: DetectBackend) -> None:
         self.catalog = catalog
-        self.min_letters = min_letters
-        self.min_confidence = min_confidence
-        self.min_ratio = min_ratio
-        self.high_accuracy = high_accuracy
-        self.max_chars = max_chars
-        self._detector: Any = None
-        self._iso_of: dict[Any, str] = {}
-        self.load_seconds: float | None = None
-
-    def _build(self) -> Any:
-        if self._detector is not None:
-            return self._detector
-        key = (tuple(sorted(self.catalog.codes)), self.high_accuracy)
-        with _DETECTORS_LOCK:
-            if key not in _DETECTORS:
-                _DETECTORS[key] = _load_lingua(key[0], self.high_accuracy)
-            detector, self._iso_of, self.load_seconds = _DETECTORS[key]
-        self._detector = detector
-        return detector
-
-    def warm_up(self) -> None:
-        """Build the detector now (call it off the event loop)."""
-        self._build()
+        self._backend = backend
 
     def detect(self, text: str) -> Resolved:
         """Best stemmable language of `text`, or 'simple' when too short or unsure."""
-        sample = text[: self.max_chars]
-        letters = sum(1 for ch in sample if unicodedata.category(ch).startswith("L"))
-        if letters < self.min_letters:
-            return Resolved(SIMPLE, None, "default")
-        detector = self._build()
-        values = detector.compute_language_confidence_values(sample)
-        if not values:
-            return Resolved(SIMPLE, None, "default")
-        best = values[0]
-        runner_up = values[1].value if len(values) > 1 else 0.0
-        iso = self._iso_of.get(best.language)
-        if iso is None or best.value < self.min_confidence or best.value < self.min_ratio * runner_up:
-            return Resolved(SIMPLE, None, "default", best.value)
-        return Resolved(self.catalog.codes[iso], iso, "detected", best.value)
+        found = self._backend(text)
+        if found.iso is None or found.iso not in self.catalog.codes:
+            return Resolved(SIMPLE, None, "default", found.confidence)
+        return Resolved(self.catalog.codes[found.iso], found.iso, "detected", found.confidence)
 
     def resolve(self, explicit: str | None, text: str) -> Resolved:
         """Explicit code → that config; none → detection; unsure → 'simple'."""
         if explicit is not None and explicit.strip():
             return self.catalog.resolve_explicit(explicit)
         return self.detect(text)
-
-
-def _load_lingua(codes: tuple[str, ...], high_accuracy: bool) -> tuple[Any, dict[Any, str], float]:
-    from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
-
-    iso_of: dict[Any, str] = {}
-    for iso in codes:
-        code = getattr(IsoCode639_1, iso.upper(), None)
-        if code is None:
-            continue
-        try:
-            lang = Language.from_iso_code_639_1(code)
-        except ValueError:
-            continue
-        iso_of.setdefault(lang, iso)
-    started = time.perf_counter()
-    builder = LanguageDetectorBuilder.from_languages(*iso_of).with_preloaded_language_models()
-    # High accuracy costs ~3 s and ~650 MB for these 26 languages; low-accuracy mode
-    # (trigrams only, ~0.1 s, ~40 MB) is confidently wrong on short sentences.
-    if not high_accuracy:
-        builder = builder.with_low_accuracy_mode()
-    detector = builder.build()
-    seconds = time.perf_counter() - started
-    log.info("language detector loaded: %d languages in %.2f s", len(iso_of), seconds)
-    return detector, iso_of, seconds

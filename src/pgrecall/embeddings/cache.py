@@ -24,6 +24,7 @@ class CachedQueryEmbedder:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self._ready = False
 
     @property
     def inner(self) -> Embedder:
@@ -39,6 +40,20 @@ class CachedQueryEmbedder:
     def dim(self) -> int:
         """The wrapped provider's vector length."""
         return self._inner.dim
+
+    def ready(self) -> bool:
+        """True when a query would be embedded now, not after a model load; asks the worker to load it.
+
+        Providers without a load state (in-process, HTTP) are always ready; once ready, it stays so.
+        """
+        if not self._ready:
+            probe = getattr(self._inner, "wait_ready", None)
+            self._ready = True if probe is None else bool(probe(0.0))
+        return self._ready
+
+    def __bool__(self) -> bool:
+        # An embedder is always "there"; without this, an empty cache (len 0) would read as False.
+        return True
 
     def __len__(self) -> int:
         with self._lock:

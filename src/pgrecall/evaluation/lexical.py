@@ -13,55 +13,28 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from pgrecall.domain.validation import MAX_QUERY_CHARS
-from pgrecall.evaluation import corpus
+from pgrecall.evaluation import corpus, runner
 from pgrecall.store import search as store
 
 COLLECTIONS = ("cranfield", "cisi")
 TOP = 10
-
-
-def clip(text: str) -> str:
-    """The query cut to the search's input limit at a word boundary (both systems get the same text)."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= MAX_QUERY_CHARS else flat[:MAX_QUERY_CHARS].rsplit(" ", 1)[0]
+# bm25s run the usual way for English collections (the same reference `pgrecall eval` uses).
+ENGLISH_BM25 = runner.Bm25Settings("english", "english", "en")
 
 
 def read_queries(name: str) -> dict[str, str]:
-    """A collection's queries, clipped to the input limit."""
-    return {q: clip(t) for q, t in corpus.read_queries(name).items()}
+    """A collection's queries, clipped to the input limit (both systems get the same text)."""
+    return {q: runner.clip_query(t) for q, t in corpus.read_queries(name).items()}
 
 
 def ndcg10(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> float:
     """Mean nDCG@10 over every query with judgements (a query without results counts 0)."""
-    import ir_measures  # type: ignore[import-untyped,import-not-found,unused-ignore]
-
-    measure = ir_measures.nDCG @ TOP
-    judged = [ir_measures.Qrel(q, d, rel) for q, docs in qrels.items() for d, rel in docs.items()]
-    scored = []
-    for qid in qrels:
-        ranked = run.get(qid) or ["__none__"]
-        scored += [ir_measures.ScoredDoc(qid, did, float(len(ranked) - i)) for i, did in enumerate(ranked)]
-    return float(ir_measures.calc_aggregate([measure], judged, scored)[measure])
+    return runner.score(run, qrels)[0]["nDCG@10"]
 
 
 def bm25s_run(keys: Sequence[str], texts: Sequence[str], queries: dict[str, str]) -> dict[str, list[str]]:
     """Top 10 keys per query from bm25s (English stop words and stemmer)."""
-    import bm25s  # type: ignore[import-untyped,import-not-found,unused-ignore]
-    import Stemmer  # type: ignore[import-untyped,import-not-found,unused-ignore]
-
-    stemmer = Stemmer.Stemmer("english")
-    retriever = bm25s.BM25()
-    retriever.index(
-        bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False
-    )
-    qids = list(queries)
-    tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False)
-    docs, scores = retriever.retrieve(tokens, k=min(TOP, len(keys)), show_progress=False, n_threads=1)
-    return {
-        qid: [keys[int(d)] for d, s in zip(docs[i], scores[i], strict=True) if s > 0]
-        for i, qid in enumerate(qids)
-    }
+    return runner.bm25_run(keys, texts, queries, ENGLISH_BM25, depth=TOP)[0]
 
 
 def store_run(search: Callable[[str], list[str]], queries: dict[str, str]) -> dict[str, list[str]]:

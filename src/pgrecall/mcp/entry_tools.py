@@ -69,7 +69,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
             )
             similar: list[SimilarEntry] = []
             if not written.replay:
-                found = await run_blocking(app.duplicates.similar_entries, written.entry)
+                found = await run_blocking(app.duplicates.similar_entries, written.entry, written.vector)
                 similar = [SimilarEntry.of(s) for s in found]
             if written.vector_pending:
                 runtime.reembed.poke(written.entry.owner)

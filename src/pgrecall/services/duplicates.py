@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgrecall.domain.entries import Entry
 from pgrecall.domain.text import overlap, snippet
 from pgrecall.domain.validation import MAX_QUERY_CHARS
 from pgrecall.errors import PgrecallError
-from pgrecall.services.search import SearchService
+from pgrecall.services.search import SearchOptions, SearchService
 from pgrecall.store.entries import EntryStore
 
 log = logging.getLogger(__name__)
@@ -48,13 +49,17 @@ class NearDuplicates:
         self.search = search
         self.store = store
 
-    def candidates_like(self, entry: Entry) -> list[Entry]:
-        """Entries a search with this entry's text ranks highest (near-duplicate candidates)."""
+    def candidates_like(self, entry: Entry, vector: Sequence[float] | None) -> list[Entry]:
+        """Entries a search with this entry's text (and its stored vector, if any) ranks highest.
+
+        Never embeds: with the entry's vector the search is hybrid, without one (pending) lexical.
+        """
         query = " ".join(entry.body.split())[:MAX_QUERY_CHARS].strip()
         if not query:
             return []
+        options = SearchOptions(mode="hybrid" if vector is not None else "lexical")
         try:
-            result = self.search.search(entry.owner, query, top_k=5)
+            result = self.search.search(entry.owner, query, top_k=5, options=options, query_vector=vector)
         except PgrecallError as exc:  # the notice is a courtesy; the write already succeeded
             log.warning("near-duplicate lookup failed: %s", exc)
             return []
@@ -62,7 +67,9 @@ class NearDuplicates:
         found = self.store.many(entry.owner, ids)
         return [found[i] for i in ids if i in found]
 
-    def similar_entries(self, entry: Entry, limit: int = 3) -> list[Similar]:
+    def similar_entries(
+        self, entry: Entry, vector: Sequence[float] | None = None, limit: int = 3
+    ) -> list[Similar]:
         """Existing entries that look like near-duplicates of `entry`, most overlapping first.
 
         Candidates come from the exact hash and from a hybrid search with the entry's own text;
@@ -73,7 +80,7 @@ class NearDuplicates:
         for other in self.store.by_hash(owner, entry.content_hash, limit + 1):
             if other.id != entry.id:
                 found[str(other.id)] = _similar(other, 1.0, exact=True)
-        for other in self.candidates_like(entry):
+        for other in self.candidates_like(entry, vector):
             if str(other.id) in found or other.id == entry.id:
                 continue
             score = overlap(entry.body, other.body)

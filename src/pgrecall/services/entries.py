@@ -66,6 +66,9 @@ class Written:
     language: Resolved
     vector_pending: bool
     replay: bool = False  # an idempotency key matched an earlier write; nothing new was stored
+    # The vector just stored (never returned to callers): the near-duplicate lookup reuses it
+    # instead of embedding the same text a second time.
+    vector: list[float] | None = None
 
 
 class EntryService:
@@ -138,7 +141,7 @@ class EntryService:
         entry, created = self.store.create(owner, new)
         if not created:
             return self._replay(entry)
-        return Written(entry, resolved, self._pending(entry))
+        return Written(entry, resolved, self._pending(entry), vector=vector)
 
     def _replay(self, entry: Entry) -> Written:
         return Written(**{**self.as_kept(entry).__dict__, "replay": True})
@@ -201,7 +204,7 @@ class EntryService:
             language=resolved.regconfig if resolved is not None else None,
             reset_embedding=text_changed,
             embedding=vector,
-            embedding_model=self.embedder.model if (vector is not None and self.embedder) else None,
+            embedding_model=self.embedder.model if vector is not None and self.embedder is not None else None,
         )
         entry = self.store.update(owner, ident, changes, expected_version=expected_version)
         final = resolved or Resolved(entry.language, self.catalog.iso_for(entry.language), "kept")

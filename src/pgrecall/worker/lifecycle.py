@@ -1,0 +1,192 @@
+"""Start, share and stop the worker of one PGRECALL_HOME.
+
+`ensure_worker` registers the calling process as a holder and starts the worker if its socket does
+not answer, under the worker lock, so processes starting together start exactly one. The worker
+prunes dead holders and exits a grace period after the last one left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pgrecall.config import Settings
+from pgrecall.worker.holders import Holder, Registry
+from pgrecall.worker.identity import expected_identity, worker_env
+from pgrecall.worker.protocol import PROTOCOL_VERSION
+from pgrecall.worker.rundir import ensure_worker_dir, socket_path, worker_dir
+from pgrecall.worker.transport import WorkerUnavailableError, call
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GRACE_S = 10.0
+START_TIMEOUT_S = 30.0
+_PING_TIMEOUT_S = 2.0
+_MAX_LOG_BYTES = 5 * 1024 * 1024
+
+
+def home_of(settings: Settings) -> Path:
+    """The resolved PGRECALL_HOME."""
+    return Path(settings.home).expanduser().resolve()
+
+
+def ping(path: Path | None, timeout: float = _PING_TIMEOUT_S) -> dict[str, Any] | None:
+    """The worker's status reply, or None if nothing answers at path."""
+    if path is None:
+        return None
+    try:
+        reply = call(path, {"op": "status"}, timeout=timeout)
+    except WorkerUnavailableError:
+        return None
+    return reply.header if reply.header.get("ok") is True else None
+
+
+def worker_status(settings: Settings) -> dict[str, Any] | None:
+    """Status of the running worker of this home, or None (never starts one)."""
+    return ping(socket_path(home_of(settings), create=False))
+
+
+def _log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _child_env(settings: Settings) -> dict[str, str]:
+    env = worker_env(settings, dict(os.environ))
+    # The worker runs from its own directory and must import this very pgrecall, not whatever a
+    # relative PYTHONPATH entry would resolve to there: put this package's root first, absolutely.
+    import pgrecall
+
+    root = str(Path(pgrecall.__file__).resolve().parent.parent)
+    entries = [str(Path(p).resolve()) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([root, *entries]))
+    return env
+
+
+def _spawn(settings: Settings, path: Path, grace_s: float) -> subprocess.Popen[bytes]:
+    home = home_of(settings)
+    wdir = worker_dir(home)
+    model, dim = expected_identity(settings)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pgrecall.worker",
+        "--home",
+        str(home),
+        "--socket",
+        str(path),
+        "--grace-s",
+        str(grace_s),
+        "--model",
+        model,
+        "--dim",
+        str(dim),
+    ]
+    log_file = wdir / "worker.log"
+    with contextlib.suppress(OSError):
+        # One previous log is kept; workers come and go with every CLI command.
+        if log_file.stat().st_size > _MAX_LOG_BYTES:
+            log_file.replace(log_file.with_suffix(".log.1"))
+    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            cwd=wdir,
+            env=_child_env(settings),
+            # Its own session: a Ctrl-C or a closed terminal of the starter must not reach the worker,
+            # which other processes share.
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        os.close(fd)
+    # Reap it when it exits, so a long-lived starter does not collect zombies.
+    threading.Thread(target=proc.wait, name="worker-reaper", daemon=True).start()
+    return proc
+
+
+def ensure_worker(
+    settings: Settings, *, grace_s: float = DEFAULT_GRACE_S, start_timeout_s: float = START_TIMEOUT_S
+) -> Path:
+    """Register this process as a holder and make sure the worker answers; its socket path.
+
+    Returns as soon as the worker answers `status` (models load later, on first need or `warm`).
+    """
+    home = home_of(settings)
+    registry = Registry(ensure_worker_dir(home))
+    with registry.locked():
+        path = socket_path(home, create=True)
+        assert path is not None
+        registry.add(Holder.current())
+        status = ping(path)
+        if status is not None and status.get("protocol") == PROTOCOL_VERSION:
+            return path
+        if status is not None:
+            # An older pgrecall's worker (the package was upgraded under running clients): replace it.
+            log.info("replacing worker %s (protocol %s)", status.get("pid"), status.get("protocol"))
+            with contextlib.suppress(WorkerUnavailableError):
+                call(path, {"op": "shutdown"}, timeout=10)
+            pid, started = status.get("pid"), status.get("started")
+            if isinstance(pid, int) and isinstance(started, int | float):
+                wait_gone(pid, float(started), 10)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # stale socket of a dead worker
+        proc = _spawn(settings, path, grace_s)
+        log.info("started model worker %d for %s", proc.pid, home)
+        # Waited for under the lock: another starter must find this worker, not start a second one.
+        deadline = time.monotonic() + start_timeout_s
+        while time.monotonic() < deadline:
+            if ping(path, timeout=1.0) is not None:
+                return path
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+    tail = _log_tail(worker_dir(home) / "worker.log")
+    raise WorkerUnavailableError(
+        f"the model worker did not start (log {worker_dir(home)}/worker.log):\n{tail}"
+    )
+
+
+def release(settings: Settings) -> None:
+    """Unregister this process; the worker exits after its grace period if nobody else holds it."""
+    home = home_of(settings)
+    wdir = worker_dir(home)
+    if not wdir.is_dir():
+        return
+    registry = Registry(wdir)
+    with registry.locked():
+        registry.remove(Holder.current())
+
+
+def stop_worker(settings: Settings, timeout: float = 10.0) -> bool:
+    """Ask the worker to exit now, whoever holds it; True once it is gone (or was not running)."""
+    path = socket_path(home_of(settings), create=False)
+    status = ping(path)
+    if status is None or path is None:
+        return True
+    with contextlib.suppress(WorkerUnavailableError):
+        call(path, {"op": "shutdown"}, timeout=timeout)
+    return wait_gone(int(status["pid"]), float(status["started"]), timeout)
+
+
+def wait_gone(pid: int, started: float, timeout: float) -> bool:
+    """Poll until process (pid, start time) has exited."""
+    holder = Holder(pid, started)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not holder.alive():
+            return True
+        time.sleep(0.05)
+    return not holder.alive()

