@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import threading
 from enum import StrEnum
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
@@ -14,6 +13,7 @@ import typer
 from pgrecall.cli.common import fail, settings
 
 if TYPE_CHECKING:
+    from pgrecall.app import App
     from pgrecall.mcp.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,6 @@ def serve(
     """Run the MCP server. On stdio nothing but protocol is written to stdout."""
     import anyio
 
-    from pgrecall.app import App
-    from pgrecall.errors import PgrecallError
     from pgrecall.mcp.auth import is_loopback
     from pgrecall.mcp.observability import configure_logging
     from pgrecall.mcp.runtime import Runtime
@@ -68,26 +66,37 @@ def serve(
     configure_logging(log_level)
     current = settings()
     signal.signal(signal.SIGTERM, _terminate_gracefully)
-    try:
-        opened = App(current, restricted=True)
-        opened.open()
-    except PgrecallError as exc:
-        fail(str(exc))
-    runtime = Runtime(opened)
+
+    def make_app() -> App:
+        from pgrecall.app import App
+
+        return App(current, restricted=True)
+
+    runtime = Runtime.deferred(current, make_app)
+
+    def started() -> None:
+        # The App is open: fill pending vectors, and have the worker load the models.
+        runtime.reembed.start()
+        _warm_up(runtime)
+
     try:
         auth_base_url = None
-        if transport is Transport.http and (current.auth_required or not is_loopback(host)):
-            if opened.tokens.active_count() == 0:
-                fail(
-                    f"authentication is required (PGRECALL_AUTH_REQUIRED or non-loopback --host {host}) "
-                    "but no token exists; create one with: pgrecall token create --owner NAME"
-                )
-            shown = f"[{host}]" if ":" in host else host
-            auth_base_url = f"http://{shown}:{port}"
+        if transport is Transport.stdio:
+            # Answer the protocol at once; the database opens beside it (tools wait for it).
+            runtime.open_in_background(then=started)
+        else:
+            _open_or_fail(runtime)
+            started()
+            if current.auth_required or not is_loopback(host):
+                if runtime.app.tokens.active_count() == 0:
+                    fail(
+                        "authentication is required (PGRECALL_AUTH_REQUIRED or non-loopback --host "
+                        f"{host}) but no token exists; create one with: pgrecall token create --owner NAME"
+                    )
+                shown = f"[{host}]" if ":" in host else host
+                auth_base_url = f"http://{shown}:{port}"
         server = create_server(runtime, auth_base_url=auth_base_url)
         configure_logging(log_level)  # the SDK installs its own (rich) handler; ours writes JSON
-        threading.Thread(target=_warm_up, args=(runtime,), name="pgrecall-warm-up", daemon=True).start()
-        runtime.reembed.start()
         log.info(
             "serving",
             extra={"fields": {"transport": transport.value, "auth": auth_base_url is not None}},
@@ -103,9 +112,18 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
-        runtime.reembed.stop()
-        opened.close()
+        runtime.stop()
+        runtime.close()
         log.info("stopped")
+
+
+def _open_or_fail(runtime: Runtime) -> None:
+    from pgrecall.errors import PgrecallError
+
+    try:
+        runtime.open()
+    except PgrecallError as exc:
+        fail(str(exc))
 
 
 def register(app: typer.Typer) -> None:

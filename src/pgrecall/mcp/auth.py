@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 from mcp.server.auth.provider import AccessToken
 
-from pgrecall.services.tokens import TokenService
+if TYPE_CHECKING:
+    from pgrecall.services.tokens import TokenService
 
 SCOPE = "pgrecall"
 

@@ -13,7 +13,7 @@ from pgrecall.domain.entries import EntryFilters
 from pgrecall.mcp import params as p
 from pgrecall.mcp.errors import run_blocking
 from pgrecall.mcp.observability import observe
-from pgrecall.mcp.runtime import Runtime
+from pgrecall.mcp.runtime import Runtime, runtime_tool
 from pgrecall.mcp.schemas import (
     AddEntryResult,
     DeleteResult,
@@ -29,10 +29,9 @@ from pgrecall.mcp.schemas import (
 
 def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
     """Register the entry tools on `server`."""
-    app = runtime.app
-    max_text = app.settings.max_text_chars
+    max_text = runtime.settings.max_text_chars
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+    @runtime_tool(server, runtime, annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
     async def add_entry(
         text: Annotated[
             str,
@@ -56,7 +55,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
         """
         with observe(runtime.metrics, "add_entry") as call:
             written = await run_blocking(
-                app.entries.add,
+                runtime.app.entries.add,
                 current_owner(),
                 text=text,
                 title=title,
@@ -69,7 +68,9 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
             )
             similar: list[SimilarEntry] = []
             if not written.replay:
-                found = await run_blocking(app.duplicates.similar_entries, written.entry, written.vector)
+                found = await run_blocking(
+                    runtime.app.duplicates.similar_entries, written.entry, written.vector
+                )
                 similar = [SimilarEntry.of(s) for s in found]
             if written.vector_pending:
                 runtime.reembed.poke(written.entry.owner)
@@ -88,7 +89,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 similar=similar,
             )
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    @runtime_tool(server, runtime, annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
     async def update_entry(
         id: Annotated[str, Field(description="Id of the entry to change (UUID).")],
         text: Annotated[str | None, Field(description="New full text; omit to keep it.")] = None,
@@ -116,7 +117,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
             if source is not None:
                 extra["source"] = source
             written = await run_blocking(
-                app.entries.update,
+                runtime.app.entries.update,
                 current_owner(),
                 id,
                 text=text,
@@ -134,36 +135,36 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 language=LanguageOut.of(written.language),
             )
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+    @runtime_tool(server, runtime, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
     async def delete_entry(
         id: Annotated[str, Field(description="Id of the entry to delete (UUID).")],
     ) -> DeleteResult:
         """Soft-delete an entry: it disappears from search and lists; restore_entry brings it back."""
         with observe(runtime.metrics, "delete_entry"):
-            entry = await run_blocking(app.entries.delete, current_owner(), id)
+            entry = await run_blocking(runtime.app.entries.delete, current_owner(), id)
             assert entry.deleted_at is not None
             return DeleteResult(id=str(entry.id), deleted_at=entry.deleted_at)
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+    @runtime_tool(server, runtime, annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
     async def restore_entry(
         id: Annotated[str, Field(description="Id of a soft-deleted entry (UUID).")],
     ) -> WriteResult:
         """Undo delete_entry: the entry is searchable and listed again, unchanged."""
         with observe(runtime.metrics, "restore_entry"):
-            entry = await run_blocking(app.entries.restore, current_owner(), id)
-            written = app.entries.as_kept(entry)
+            entry = await run_blocking(runtime.app.entries.restore, current_owner(), id)
+            written = runtime.app.entries.as_kept(entry)
             return WriteResult(
                 entry=EntryOut.full(entry, runtime.active_model), language=LanguageOut.of(written.language)
             )
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
     async def get_entry(id: p.EntryId) -> EntryOut:
         """Fetch one entry with its full text and metadata (search returns only snippets)."""
         with observe(runtime.metrics, "get_entry"):
-            entry = await run_blocking(app.entries.get, current_owner(), id)
+            entry = await run_blocking(runtime.app.entries.get, current_owner(), id)
             return EntryOut.full(entry, runtime.active_model)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
     async def list_entries(
         kind: p.KindFilter = None,
         source: p.SourceFilter = None,
@@ -192,17 +193,19 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 updated_before=updated_before,
                 include_deleted=include_deleted,
             )
-            page = await run_blocking(app.entries.list, current_owner(), filters, limit=limit, cursor=cursor)
+            page = await run_blocking(
+                runtime.app.entries.list, current_owner(), filters, limit=limit, cursor=cursor
+            )
             call.fields["count"] = len(page.entries)
             return ListResult(
                 entries=[EntrySummary.of(e, runtime.active_model) for e in page.entries],
                 next_cursor=page.next_cursor,
             )
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
     async def stats() -> StatsResult:
         """Counts of entries by language and kind, pending vectors, embedding model, schema revision."""
         with observe(runtime.metrics, "stats"):
-            figures = await run_blocking(app.entries.stats, current_owner())
+            figures = await run_blocking(runtime.app.entries.stats, current_owner())
             runtime.metrics.pending_vectors.set(figures.pending_vectors)
             return StatsResult.of(figures)

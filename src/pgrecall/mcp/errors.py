@@ -5,7 +5,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio.to_thread
-import psycopg
 from mcp.server.mcpserver.exceptions import ToolError
 
 from pgrecall.errors import DatabaseUnavailableError, InvalidInputError, NotFoundError, PgrecallError
@@ -27,7 +26,7 @@ def _tool_error(exc: PgrecallError) -> ToolError:
     return error
 
 
-def _unavailable(exc: psycopg.OperationalError) -> ToolError:
+def _unavailable(exc: Exception) -> ToolError:
     # PostgreSQL restarting, a dropped connection, no pooled connection within the pool's
     # timeout (PoolTimeout), a statement timeout: the caller can only retry, and should be
     # told so rather than get a bare internal error. The driver's message (socket paths,
@@ -45,8 +44,12 @@ async def run_blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
     except PgrecallError as exc:
         raise _tool_error(exc) from exc
-    except psycopg.OperationalError as exc:
-        raise _unavailable(exc) from exc
+    except Exception as exc:
+        import psycopg  # already loaded by the time a call fails: the App uses it
+
+        if isinstance(exc, psycopg.OperationalError):
+            raise _unavailable(exc) from exc
+        raise
 
 
 def checked(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

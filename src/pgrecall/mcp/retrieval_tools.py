@@ -11,7 +11,7 @@ from pgrecall.domain.entries import EntryFilters
 from pgrecall.mcp import params as p
 from pgrecall.mcp.errors import run_blocking
 from pgrecall.mcp.observability import observe
-from pgrecall.mcp.runtime import Runtime
+from pgrecall.mcp.runtime import Runtime, runtime_tool
 from pgrecall.mcp.schemas import (
     CitationCheckOut,
     CitationOut,
@@ -21,17 +21,19 @@ from pgrecall.mcp.schemas import (
     VerifyOut,
     hit_out,
 )
-from pgrecall.services.context import build_context
-from pgrecall.services.retrieval import RetrievalRequest
-from pgrecall.services.search import SearchOptions
 
 
 def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
     """Register search, build_context and verify_citations on `server`."""
-    app = runtime.app
+    # Imported here, not at module level: the services pull in the database stack, which a stdio
+    # server imports beside the protocol (see mcp.runtime), not before answering it.
+    from pgrecall.services.context import build_context
+    from pgrecall.services.retrieval import RetrievalRequest
+    from pgrecall.services.search import SearchOptions
+
     metrics = runtime.metrics
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
     async def search(
         query: p.Query = None,
         top_k: p.TopK = 5,
@@ -81,7 +83,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                     min_similarity=min_score,
                 ),
             )
-            result = await run_blocking(app.retrieval.retrieve, current_owner(), request)
+            result = await run_blocking(runtime.app.retrieval.retrieve, current_owner(), request)
             metrics.searches.labels(mode, str(result.degraded).lower()).inc()
             metrics.search_stage.labels(mode, "embed").observe(result.timings["embed_ms"] / 1000)
             metrics.search_stage.labels(mode, "sql").observe(result.timings["sql_ms"] / 1000)
@@ -104,7 +106,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 timings=timings,
             )
 
-    @server.tool(name="build_context", annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, name="build_context", annotations=ToolAnnotations(read_only_hint=True))
     async def build_context_tool(
         query: p.Query = None,
         selected_text: p.Selected = None,
@@ -142,7 +144,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
             )
             built = await run_blocking(
                 build_context,
-                app.retrieval,
+                runtime.app.retrieval,
                 current_owner(),
                 request,
                 token_budget=token_budget,
@@ -167,7 +169,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 degraded=built.degraded,
             )
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
     async def verify_citations(citations: p.Citations) -> VerifyOut:
         """Check that cited entries still say what was cited: re-hashes each stored text.
 
@@ -176,7 +178,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         """
         with observe(metrics, "verify_citations") as call:
             triples = [(c.label, c.id, c.content_hash) for c in citations]
-            checks = await run_blocking(app.citations.verify, current_owner(), triples)
+            checks = await run_blocking(runtime.app.citations.verify, current_owner(), triples)
             call.fields["count"] = len(checks)
             results = [CitationCheckOut(**c.__dict__) for c in checks]
             return VerifyOut(

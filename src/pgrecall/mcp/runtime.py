@@ -1,31 +1,167 @@
-"""What a running server holds: the open App, its metrics, and the background re-embedding."""
+"""What a running server holds: the App (opened in the background on stdio), metrics, re-embedding.
+
+A desktop client gives a new server seconds to answer `initialize`. Opening the App (the database,
+the schema check, the pool) and importing what it needs takes longer than that on a small machine,
+so a stdio server answers the protocol first and opens the App beside it; each tool call waits for
+the App (up to a bound) before it runs.
+"""
 
 from __future__ import annotations
 
-from pgrecall.app import App
+import functools
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+import anyio.to_thread
+from mcp.server.mcpserver.exceptions import ToolError
+
 from pgrecall.mcp.observability import Metrics
-from pgrecall.services.maintenance import BackgroundReembed
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from pgrecall.app import App
+    from pgrecall.config import Settings
+    from pgrecall.services.maintenance import BackgroundReembed
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
+OPEN_WAIT_S = 120.0  # a tool call waits this long for the database before it gives up
 
 
 class Runtime:
     """The server's state: opened once per process, shared by every MCP session."""
 
     def __init__(self, app: App, *, reembed_interval_s: float = 30.0) -> None:
-        self.app = app
+        self._app: App | None = app
+        self._make_app: Callable[[], App] | None = None
+        self.settings: Settings = app.settings
         self.metrics = Metrics()
-        self.reembed = BackgroundReembed(
-            app.store,
-            app.embedder,
-            app.settings.owner,
+        self.reembed_interval_s = reembed_interval_s
+        self._reembed: BackgroundReembed | None = None
+        self._opened = threading.Event()
+        self._failure: str | None = None
+        if app.pool is not None:  # an App opened by the caller
+            self._ready()
+
+    @classmethod
+    def deferred(
+        cls, settings: Settings, make_app: Callable[[], App], *, reembed_interval_s: float = 30.0
+    ) -> Runtime:
+        """A runtime whose App is built and opened later, by open() (nothing heavy is imported now)."""
+        runtime = cls.__new__(cls)
+        runtime._app = None
+        runtime._make_app = make_app
+        runtime.settings = settings
+        runtime.metrics = Metrics()
+        runtime.reembed_interval_s = reembed_interval_s
+        runtime._reembed = None
+        runtime._opened = threading.Event()
+        runtime._failure = None
+        return runtime
+
+    @property
+    def app(self) -> App:
+        """The App (built and opened; tools reach it after wait_open())."""
+        assert self._app is not None, "the App is not open yet"
+        return self._app
+
+    def _ready(self) -> None:
+        from pgrecall.services.maintenance import BackgroundReembed
+
+        self._reembed = BackgroundReembed(
+            self.app.store,
+            self.app.embedder,
+            self.app.settings.owner,
             on_pending=self.metrics.pending_vectors.set,
-            interval_s=reembed_interval_s,
+            interval_s=self.reembed_interval_s,
         )
+        self._opened.set()
+
+    def open(self) -> None:
+        """Open the App (blocking), then start what depends on it; records a failure for the tools."""
+        try:
+            if self._app is None:
+                assert self._make_app is not None
+                self._app = self._make_app()
+            self._app.open()
+        except Exception as exc:
+            self._failure = str(exc)
+            self._opened.set()
+            raise
+        self._ready()
+
+    def open_in_background(self, then: Callable[[], None] | None = None) -> threading.Thread:
+        """Open the App in a thread (the protocol is served meanwhile); `then` runs once it is open."""
+
+        def run() -> None:
+            try:
+                self.open()
+            except Exception as exc:
+                log.error("could not open the database: %s", exc)
+                return
+            if then is not None:
+                then()
+
+        thread = threading.Thread(target=run, name="pgrecall-open", daemon=True)
+        thread.start()
+        return thread
+
+    async def wait_open(self) -> None:
+        """Return once the App is open; a ToolError if it could not be opened (the message says why)."""
+        if not self._opened.is_set():
+            await anyio.to_thread.run_sync(self._opened.wait, OPEN_WAIT_S)
+        if self._failure is not None:
+            raise ToolError(f"database: not available ({self._failure})")
+        if not self._opened.is_set():
+            raise ToolError("database: still starting; retry shortly")
+
+    @property
+    def reembed(self) -> BackgroundReembed:
+        """The background re-embedding (exists once the App is open)."""
+        assert self._reembed is not None, "the App is not open yet"
+        return self._reembed
 
     @property
     def active_model(self) -> str | None:
         """Model of the active embedder (None: no embedder)."""
         return self.app.active_model
 
+    @property
+    def is_open(self) -> bool:
+        """True once the App is open."""
+        return self._opened.is_set() and self._failure is None
+
     def ping(self) -> None:
         """Raise unless the database answers (health checks)."""
         self.app.ping()
+
+    def stop(self) -> None:
+        """Stop the background work."""
+        if self._reembed is not None:
+            self._reembed.stop()
+
+    def close(self) -> None:
+        """Close the App (the pool, the database hold, the model worker hold) if it was built."""
+        if self._app is not None:
+            self._app.close()
+
+
+def runtime_tool(
+    server: MCPServer, runtime: Runtime, **options: Any
+) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """Like `server.tool(...)`, but the tool first waits for the App to be open."""
+
+    def register(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        @functools.wraps(fn)
+        async def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+            await runtime.wait_open()
+            return await fn(*args, **kwargs)
+
+        server.tool(**options)(guarded)
+        return guarded
+
+    return register

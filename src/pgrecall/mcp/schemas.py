@@ -6,17 +6,21 @@ Services return dataclasses; this is the only module that shapes them for the pr
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from pgrecall.domain.entries import Entry, Status, vector_pending
-from pgrecall.domain.language import Resolved
 from pgrecall.domain.text import SNIPPET_CHARS, snippet
-from pgrecall.services.duplicates import Similar
-from pgrecall.services.entries import Stats
-from pgrecall.services.retrieval import Ranked
-from pgrecall.services.search import ScoreBreakdown as ScoreBreakdownData
+
+if TYPE_CHECKING:
+    # Only named in conversions: importing the services would pull the database stack into a
+    # server before it answers `initialize` (see mcp.runtime).
+    from pgrecall.domain.language import Resolved
+    from pgrecall.services.duplicates import Similar
+    from pgrecall.services.entries import Stats
+    from pgrecall.services.retrieval import Ranked
+    from pgrecall.services.search import ScoreBreakdown as ScoreBreakdownData
 
 
 class LanguageOut(BaseModel):

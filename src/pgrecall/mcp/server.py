@@ -49,7 +49,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
         warn_on_duplicate_tools=True,
         **auth_kwargs,
     )
-    default_owner = runtime.app.settings.owner
+    default_owner = runtime.settings.owner
 
     def current_owner() -> str:
         token = get_access_token()
@@ -61,6 +61,8 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
     @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
     async def healthz(request: Request) -> Response:
         try:
+            if not runtime.is_open:
+                raise RuntimeError("the database is not open yet")
             await anyio.to_thread.run_sync(runtime.ping)
         except Exception as exc:
             return JSONResponse({"status": "unavailable", "error": type(exc).__name__}, status_code=503)
