@@ -90,12 +90,6 @@ class Settings(BaseSettings):
         "'simple' is used. Low on purpose: confusing close relatives (Spanish/Portuguese) still stems "
         "plurals and inflections, 'simple' does not; only near-ties (Danish/Norwegian 0.25/0.25) fall back.",
     )
-    detect_high_accuracy: bool = Field(
-        default=True,
-        description="Lingua high-accuracy mode (default): right on short texts where low-accuracy mode is "
-        "confidently wrong (German read as Danish at 0.97), at ~3 s load and ~650 MB resident; false: "
-        "~0.1 s and ~40 MB.",
-    )
     models: ModelsMode = Field(
         default="worker",
         description="Where the embedder and the language detector run: worker (default: one shared "

@@ -195,7 +195,8 @@ def evaluate(
             "search_sql_sha256": hashlib.sha256(SQL_SEARCH.encode()).hexdigest()[:16],
             "schema_revision": schema.head_revision(),
             "language_detection": {
-                "high_accuracy": settings.detect_high_accuracy,
+                "detector": "two-stage: lingua low accuracy names candidates, high accuracy decides",
+                "models": settings.models,
                 "min_chars": settings.detect_min_chars,
                 "min_confidence": settings.detect_min_confidence,
                 "min_ratio": settings.detect_min_ratio,
