@@ -35,7 +35,6 @@ from pgrecall.store.redetect import RedetectStore
 
 if TYPE_CHECKING:
     from pgrecall.worker.client import WorkerClient
-    from pgrecall.worker.protocol import Thresholds as WorkerThresholds
 
 log = logging.getLogger(__name__)
 
@@ -160,15 +159,13 @@ class App:
         return detect
 
     def warm_models(self) -> None:
-        """Have the worker start loading the embedder and the detector now (returns at once)."""
-        if self.worker is not None:
-            self.worker.warm(self.catalog.supported_codes(), self._worker_thresholds())
+        """Have the worker start loading the embedder now (returns at once).
 
-    def _worker_thresholds(self) -> WorkerThresholds:
-        from pgrecall.worker.protocol import Thresholds as WorkerThresholds
-
-        limits = self.thresholds
-        return WorkerThresholds(limits.min_letters, limits.min_confidence, limits.min_ratio, limits.max_chars)
+        The detector is not warmed: it loads per language on the first write that needs it, and a
+        warm-up of every language would take the CPU from other windows still starting.
+        """
+        if self.worker is not None and self._embedder is not None:
+            self.worker.warm()
 
     @property
     def embedder(self) -> Embedder | None:

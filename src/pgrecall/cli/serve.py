@@ -83,7 +83,7 @@ def serve(
         auth_base_url = None
         if transport is Transport.stdio:
             # Answer the protocol at once; the database opens beside it (tools wait for it).
-            runtime.open_in_background(then=started)
+            runtime.after_open = started
         else:
             _open_or_fail(runtime)
             started()

@@ -24,13 +24,11 @@ from pgrecall.mcp.schemas import (
 
 
 def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
-    """Register search, build_context and verify_citations on `server`."""
-    # Imported here, not at module level: the services pull in the database stack, which a stdio
-    # server imports beside the protocol (see mcp.runtime), not before answering it.
-    from pgrecall.services.context import build_context
-    from pgrecall.services.retrieval import RetrievalRequest
-    from pgrecall.services.search import SearchOptions
+    """Register search, build_context and verify_citations on `server`.
 
+    The services are imported inside the tools, not here: they pull in the database stack, which a
+    stdio server loads beside the protocol (see mcp.runtime), not before answering it.
+    """
     metrics = runtime.metrics
 
     @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
@@ -60,6 +58,9 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         build_context to get cited text blocks ready for an answer. Exact and near-duplicate
         entries (> 80% word overlap) are collapsed to the best-ranked one.
         """
+        from pgrecall.services.retrieval import RetrievalRequest
+        from pgrecall.services.search import SearchOptions
+
         with observe(metrics, "search") as call:
             request = RetrievalRequest(
                 query=query,
@@ -128,6 +129,10 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         labels. Whole entries only, highest ranked first; what did not fit is listed in `dropped`.
         Keep the citations (id + content_hash): verify_citations tells later if they still hold.
         """
+        from pgrecall.services.context import build_context
+        from pgrecall.services.retrieval import RetrievalRequest
+        from pgrecall.services.search import SearchOptions
+
         with observe(metrics, "build_context") as call:
             request = RetrievalRequest(
                 query=query,

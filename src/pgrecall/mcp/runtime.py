@@ -2,8 +2,9 @@
 
 A desktop client gives a new server seconds to answer `initialize`. Opening the App (the database,
 the schema check, the pool) and importing what it needs takes longer than that on a small machine,
-so a stdio server answers the protocol first and opens the App beside it; each tool call waits for
-the App (up to a bound) before it runs.
+and several windows start their servers at once on few cores. So a stdio server answers
+`initialize` first and starts opening the App (in a thread) with the client's next message; each
+tool call waits for the App (up to a bound) before it runs.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class Runtime:
         self._reembed: BackgroundReembed | None = None
         self._opened = threading.Event()
         self._failure: str | None = None
+        self._opening: threading.Thread | None = None
+        self._opening_lock = threading.Lock()
+        self.after_open: Callable[[], None] | None = None
         if app.pool is not None:  # an App opened by the caller
             self._ready()
 
@@ -61,6 +65,9 @@ class Runtime:
         runtime._reembed = None
         runtime._opened = threading.Event()
         runtime._failure = None
+        runtime._opening = None
+        runtime._opening_lock = threading.Lock()
+        runtime.after_open = None
         return runtime
 
     @property
@@ -94,25 +101,28 @@ class Runtime:
             raise
         self._ready()
 
-    def open_in_background(self, then: Callable[[], None] | None = None) -> threading.Thread:
-        """Open the App in a thread (the protocol is served meanwhile); `then` runs once it is open."""
-
-        def run() -> None:
-            try:
-                self.open()
-            except Exception as exc:
-                log.error("could not open the database: %s", exc)
+    def start_opening(self) -> None:
+        """Open the App in a thread unless that has begun; `after_open` runs once it is open."""
+        with self._opening_lock:
+            if self._opening is not None or self._opened.is_set():
                 return
-            if then is not None:
-                then()
 
-        thread = threading.Thread(target=run, name="pgrecall-open", daemon=True)
-        thread.start()
-        return thread
+            def run() -> None:
+                try:
+                    self.open()
+                except Exception as exc:
+                    log.error("could not open the database: %s", exc)
+                    return
+                if self.after_open is not None:
+                    self.after_open()
+
+            self._opening = threading.Thread(target=run, name="pgrecall-open", daemon=True)
+            self._opening.start()
 
     async def wait_open(self) -> None:
         """Return once the App is open; a ToolError if it could not be opened (the message says why)."""
         if not self._opened.is_set():
+            self.start_opening()
             await anyio.to_thread.run_sync(self._opened.wait, OPEN_WAIT_S)
         if self._failure is not None:
             raise ToolError(f"database: not available ({self._failure})")

@@ -55,6 +55,18 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
         token = get_access_token()
         return token.subject if token is not None and token.subject else default_owner
 
+    if not runtime.is_open:
+
+        async def open_after_initialize(ctx: Any, call_next: Any) -> Any:
+            # `initialize` is answered before anything heavy starts; the client's next message
+            # (notifications/initialized, tools/list, …) starts opening the App in a thread.
+            result = await call_next(ctx)
+            if ctx.method != "initialize":
+                runtime.start_opening()
+            return result
+
+        server.middleware.append(open_after_initialize)
+
     register_entry_tools(server, runtime, current_owner)
     register_retrieval_tools(server, runtime, current_owner)
 
