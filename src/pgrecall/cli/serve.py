@@ -33,7 +33,7 @@ def _terminate_gracefully(signum: int, frame: FrameType | None) -> None:
 
 
 def _warm_up(runtime: Runtime) -> None:
-    """Have the shared model worker load the embedder and the detector before the first call needs them.
+    """Have the shared model worker load the embedder before the first search needs it.
 
     Only a request to another process: nothing here loads a model in this one, so the protocol
     is answered at once. In-process mode loads models on first use instead (a load there would

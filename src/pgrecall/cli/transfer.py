@@ -168,10 +168,17 @@ def import_(
         timeout = opened.settings.statement_timeout_ms
         try:
             if file_format is ImportFormat.jsonl:
-                size = file.stat().st_size
-                with tqdm(total=size, unit="B", unit_scale=True, desc="import", disable=None) as bar:
+                # Progress in entries (one per line), counted by a quick first pass.
+                with file.open("rb") as fh:
+                    lines = sum(1 for _ in fh)
+                with tqdm(total=lines, unit="entry", desc="import", disable=None) as bar:
                     report = import_jsonl(
-                        conn, file, validator, options, statement_timeout_ms=timeout, on_bytes=bar.update
+                        conn,
+                        file,
+                        validator,
+                        options,
+                        statement_timeout_ms=timeout,
+                        on_bytes=lambda _size: bar.update(1),
                     )
             else:
                 with tqdm(unit="entity", desc="import", disable=None) as bar:
@@ -187,7 +194,8 @@ def import_(
         except PgrecallError as exc:
             fail(str(exc))
         if reembed and not report.rolled_back and opened.embedder is not None:
-            with tqdm(total=opened.maintenance.pending_total(), desc="reembed", disable=None) as bar:
+            total = opened.maintenance.pending_total()
+            with tqdm(total=total, unit="entry", desc="reembed", disable=None) as bar:
 
                 def step(n: int) -> None:
                     bar.update(n)
