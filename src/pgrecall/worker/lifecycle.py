@@ -117,6 +117,10 @@ def _spawn(settings: Settings, path: Path, grace_s: float) -> subprocess.Popen[b
     return proc
 
 
+def _serves(status: dict[str, Any], wanted: tuple[str, int]) -> bool:
+    return status.get("protocol") == PROTOCOL_VERSION and (status.get("model"), status.get("dim")) == wanted
+
+
 def ensure_worker(
     settings: Settings, *, grace_s: float = DEFAULT_GRACE_S, start_timeout_s: float = START_TIMEOUT_S
 ) -> Path:
@@ -131,11 +135,19 @@ def ensure_worker(
         assert path is not None
         registry.add(Holder.current())
         status = ping(path)
-        if status is not None and status.get("protocol") == PROTOCOL_VERSION:
+        wanted = expected_identity(settings)
+        if status is not None and _serves(status, wanted):
             return path
         if status is not None:
-            # An older pgrecall's worker (the package was upgraded under running clients): replace it.
-            log.info("replacing worker %s (protocol %s)", status.get("pid"), status.get("protocol"))
+            # An older pgrecall's worker (the package was upgraded under running clients), or one
+            # serving another model (PGRECALL_EMBEDDER changed): the newest configuration wins.
+            log.info(
+                "replacing worker %s (protocol %s, model %s; wanted %s)",
+                status.get("pid"),
+                status.get("protocol"),
+                status.get("model"),
+                wanted[0],
+            )
             with contextlib.suppress(WorkerUnavailableError):
                 call(path, {"op": "shutdown"}, timeout=10)
             pid, started = status.get("pid"), status.get("started")
