@@ -16,6 +16,7 @@ LAYERS = {
     "db": 1,
     "embeddings": 2,
     "store": 2,
+    "worker": 2,
     "services": 3,
     "app": 4,
     "mcp": 5,
