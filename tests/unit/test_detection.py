@@ -1,0 +1,173 @@
+"""ShortTextDetector: right on clear sentences, 'simple' when it should be, lazy and thread-safe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from pgrecall.domain.detection import Detection, ShortTextDetector
+from pgrecall.evaluation.detection_devset import load_jsonl
+
+STEMMABLE = frozenset(
+    [
+        "ar",
+        "hy",
+        "eu",
+        "ca",
+        "da",
+        "nl",
+        "en",
+        "et",
+        "fi",
+        "fr",
+        "de",
+        "el",
+        "hi",
+        "hu",
+        "id",
+        "ga",
+        "it",
+        "lt",
+        "ne",
+        "nb",
+        "no",
+        "pt",
+        "ro",
+        "ru",
+        "sr",
+        "es",
+        "sv",
+        "ta",
+        "tr",
+        "yi",
+    ]
+)
+SAMPLE = load_jsonl(Path(__file__).resolve().parent.parent / "data" / "detection-sample.jsonl")
+SENTENCES = [t for t in SAMPLE if len(t.text) >= 30]
+TOO_SHORT = [t for t in SAMPLE if len(t.text) < 30]
+
+
+@pytest.fixture(scope="module")
+def detector() -> ShortTextDetector:
+    return ShortTextDetector(STEMMABLE)
+
+
+def test_clear_sentences_get_their_language(detector: ShortTextDetector) -> None:
+    stemmable = [t for t in SENTENCES if t.lang in STEMMABLE]
+    right: Counter[str] = Counter(t.lang for t in stemmable if detector.detect(t.text).iso == t.lang)
+    total: Counter[str] = Counter(t.lang for t in stemmable)
+    assert sum(right.values()) >= 0.9 * sum(total.values())
+    for lang, n in total.items():
+        assert right[lang] >= n - 2, f"{lang}: {right[lang]}/{n}"
+
+
+def test_too_short_is_simple(detector: ShortTextDetector) -> None:
+    assert TOO_SHORT
+    for t in TOO_SHORT:
+        assert detector.detect(t.text) == Detection(None, None)
+    assert detector.detect("") == Detection(None, None)
+
+
+def test_languages_we_cannot_stem_are_simple(detector: ShortTextDetector) -> None:
+    others = [t for t in SENTENCES if t.lang not in STEMMABLE]
+    assert {t.lang for t in others} >= {"pl", "cs", "ja"}
+    for t in others:
+        assert detector.detect(t.text).iso is None, t.text
+
+
+def test_restricted_codes_are_honoured() -> None:
+    no_german = ShortTextDetector([c for c in STEMMABLE if c != "de"])
+    for t in SENTENCES:
+        if t.lang == "de":
+            assert no_german.detect(t.text).iso != "de"
+    only_german = ShortTextDetector(["de"])
+    for t in SENTENCES:
+        assert only_german.detect(t.text).iso in (None, "de")
+
+
+def test_norwegian_is_reported_with_the_code_given() -> None:
+    text = "Vi må huske å bestille billettene før prisene går opp igjen neste uke."
+    assert ShortTextDetector(["no", "en"]).detect(text).iso in (None, "no")
+    assert ShortTextDetector(["nb", "en"]).detect(text).iso in (None, "nb")
+
+
+# lingua's model cache is process-wide, so a fresh interpreter sees only what German and English load.
+PROBE = """
+import json, sys
+from pgrecall.domain.detection import ShortTextDetector, lingua_models
+lingua_models().set_budget(int(sys.argv[2]))
+det = ShortTextDetector(sys.argv[1].split())
+for text in json.loads(sys.stdin.read()):
+    det.detect(text)
+print(json.dumps(det.loaded_languages()))
+"""
+
+
+def _loaded_after(texts: list[str], budget: int) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, " ".join(STEMMABLE), str(budget)],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout
+    loaded: list[str] = json.loads(out.strip().splitlines()[-1])
+    return loaded
+
+
+def test_only_candidate_models_load() -> None:
+    texts = [t.text for t in SENTENCES if t.lang in ("de", "en")]
+    loaded = _loaded_after(texts, 100)
+    # Short texts always meet their three closest Latin-script rivals in high accuracy, so German and
+    # English bring a dozen or so languages over a whole sample; the budget bounds what stays resident.
+    assert len(loaded) <= 16, loaded
+    assert not {"ta", "hy", "el", "ru", "ar", "hi"} & set(loaded)
+
+
+def test_high_accuracy_models_stay_within_the_budget() -> None:
+    texts = [t.text for t in SENTENCES if t.lang in ("de", "en", "fr", "nl", "es")]
+    for budget in (0, 2):
+        assert len(_loaded_after(texts, budget)) <= budget
+
+
+def test_rare_rivals_are_evicted_before_the_stores_languages() -> None:
+    from pgrecall.domain.detection_models import LinguaModels
+
+    models = LinguaModels(["en", "de"], budget=2)
+    for _ in range(3):
+        models.high_accuracy("Das ist ein kurzer Satz auf Deutsch.", ["de", "en"])
+    models.high_accuracy("Dit is een korte zin in het Nederlands.", ["nl", "de"])
+    assert models.resident() == ["de", "en"]
+    assert models.unloads == 1
+
+
+def test_threads_agree_with_one_thread() -> None:
+    from pgrecall.domain.detection import lingua_models
+
+    texts = [t.text for t in SAMPLE] * 3
+    models = lingua_models()
+    budget = models.budget
+    models.set_budget(100)  # answers do not depend on the budget; keeping models spares reloading them
+    try:
+        alone = [ShortTextDetector(STEMMABLE).detect(x) for x in texts]
+        shared = ShortTextDetector(STEMMABLE)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            together = list(pool.map(shared.detect, texts))
+    finally:
+        models.set_budget(budget)
+    # lingua sums log-probabilities in an order that may differ in the last bit between runs.
+    assert [d.iso for d in together] == [d.iso for d in alone]
+    for a, b in zip(together, alone, strict=True):
+        if a.confidence is None or b.confidence is None:
+            assert a.confidence is b.confidence
+        else:
+            assert a.confidence == pytest.approx(b.confidence, rel=1e-9)
