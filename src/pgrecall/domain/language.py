@@ -103,11 +103,12 @@ class Thresholds:
     max_chars: int = 2000
 
 
-def in_process_backend(catalog: LanguageCatalog, thresholds: Thresholds) -> DetectBackend:
-    """Detection in this process (lingua models load lazily, per language, on first need)."""
-    from pgrecall.domain.detection import ShortTextDetector
+def in_process_backend(catalog: LanguageCatalog, thresholds: Thresholds, kind: str = "full") -> DetectBackend:
+    """Detection in this process (lingua's models load on the first detection)."""
+    from pgrecall.domain.detectors import make_detector
 
-    detector = ShortTextDetector(
+    detector = make_detector(
+        kind,
         catalog.supported_codes(),
         min_letters=thresholds.min_letters,
         min_confidence=thresholds.min_confidence,

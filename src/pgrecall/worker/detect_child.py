@@ -31,7 +31,7 @@ DetectorKey = tuple[tuple[str, ...], Thresholds]
 
 
 class DetectorCache:
-    """One ShortTextDetector per (codes, thresholds), built on first use."""
+    """One detector per (codes, thresholds), built on first use."""
 
     def __init__(self) -> None:
         self._detectors: dict[DetectorKey, Any] = {}
@@ -40,11 +40,13 @@ class DetectorCache:
         """The detector for key, building it if needed."""
         detector = self._detectors.get(key)
         if detector is None:
-            from pgrecall.domain.detection import ShortTextDetector
+            from pgrecall.domain.detectors import make_detector
 
             codes, limits = key
             started = time.perf_counter()
-            detector = ShortTextDetector(
+            # PGRECALL_DETECTOR reaches the worker (and this child) in the environment it starts with.
+            detector = make_detector(
+                os.environ.get("PGRECALL_DETECTOR", "full"),
                 codes,
                 min_letters=limits.min_letters,
                 min_confidence=limits.min_confidence,

@@ -20,6 +20,7 @@ _FORWARDED = (
     "embedding_retries",
     "embedding_batch_size",
     "embedding_threads",
+    "detector",
 )
 
 

@@ -1,0 +1,82 @@
+"""The full detector: lingua in high-accuracy mode over every stemmable language, all models loaded.
+
+Right most often on short texts (the baseline the compact detector is measured against), at the
+price of ~650 MB and seconds to load; in the model worker it is loaded once per machine.
+"""
+
+from __future__ import annotations
+
+import threading
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+from pgrecall.domain.detection import Detection
+
+# lingua keeps models per process; one detector per language set is shared by every caller.
+_BUILT: dict[tuple[str, ...], tuple[Any, dict[Any, str]]] = {}
+_BUILT_LOCK = threading.Lock()
+
+
+def _build(codes: tuple[str, ...]) -> tuple[Any, dict[Any, str]]:
+    from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
+
+    with _BUILT_LOCK:
+        if codes not in _BUILT:
+            iso_of: dict[Any, str] = {}
+            for iso in codes:
+                code = getattr(IsoCode639_1, iso.upper(), None)
+                if code is None:
+                    continue
+                try:
+                    iso_of.setdefault(Language.from_iso_code_639_1(code), iso)
+                except ValueError:
+                    continue
+            detector = None
+            if iso_of:
+                builder = LanguageDetectorBuilder.from_languages(*iso_of).with_preloaded_language_models()
+                detector = builder.build()
+            _BUILT[codes] = (detector, iso_of)
+        return _BUILT[codes]
+
+
+class AllLanguagesDetector:
+    """lingua high accuracy over `codes`, with the same thresholds and answers as ShortTextDetector."""
+
+    def __init__(
+        self,
+        codes: Iterable[str],
+        *,
+        min_letters: int = 20,
+        min_confidence: float = 0.2,
+        min_ratio: float = 1.2,
+        max_chars: int = 2000,
+    ) -> None:
+        self.codes = tuple(sorted({c.strip().lower() for c in codes}))
+        self.min_letters = min_letters
+        self.min_confidence = min_confidence
+        self.min_ratio = min_ratio
+        self.max_chars = max_chars
+
+    def detect(self, text: str) -> Detection:
+        """Best language among `codes`, or Detection(None, …) when too short or unsure."""
+        sample = text[: self.max_chars]
+        letters = sum(1 for ch in sample if unicodedata.category(ch).startswith("L"))
+        if letters < self.min_letters:
+            return Detection(None, None)
+        detector, iso_of = _build(self.codes)
+        if detector is None:
+            return Detection(None, None)
+        values = detector.compute_language_confidence_values(sample)
+        if not values:
+            return Detection(None, None)
+        best = values[0]
+        runner_up = values[1].value if len(values) > 1 else 0.0
+        iso = iso_of.get(best.language)
+        if iso is None or best.value < self.min_confidence or best.value < self.min_ratio * runner_up:
+            return Detection(None, float(best.value))
+        return Detection(iso, float(best.value))
+
+    def loaded_languages(self) -> list[str]:
+        """Every code once built (all models load together)."""
+        return list(self.codes) if self.codes in _BUILT else []

@@ -1,0 +1,39 @@
+"""Choosing a language detector: the full one, or the compact two-stage one (PGRECALL_DETECTOR)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, Protocol
+
+from pgrecall.domain.detection import Detection, ShortTextDetector
+from pgrecall.domain.detection_full import AllLanguagesDetector
+
+DetectorKind = Literal["full", "compact"]
+
+
+class TextDetector(Protocol):
+    """What the worker and the in-process backend need of a detector."""
+
+    def detect(self, text: str) -> Detection:
+        """Best language of `text`, or Detection(None, …)."""
+        ...
+
+
+def make_detector(
+    kind: str,
+    codes: Iterable[str],
+    *,
+    min_letters: int = 20,
+    min_confidence: float = 0.2,
+    min_ratio: float = 1.2,
+    max_chars: int = 2000,
+) -> TextDetector:
+    """The full detector (lingua high accuracy over every language) or the compact two-stage one."""
+    chosen = ShortTextDetector if kind == "compact" else AllLanguagesDetector
+    return chosen(
+        codes,
+        min_letters=min_letters,
+        min_confidence=min_confidence,
+        min_ratio=min_ratio,
+        max_chars=max_chars,
+    )
