@@ -1,7 +1,7 @@
 """What a new user meets: start-up, memory, CLI speed, head-of-line blocking, passages/s, detection.
 
-Run: python benchmarks/startup.py [--json benchmarks/startup.json] [--servers 1,3]
-                                  [--load-old-ref fc32337 --load-seconds 60]
+Run: python benchmarks/startup.py [--json benchmarks/startup.json] [--servers 1,3] [--detector full|compact]
+                                  [--only windows,cli,head_of_line,passages] [--load-old-ref REF]
 
 Everything runs on a throw-away PGRECALL_HOME under /tmp (embedded PostgreSQL, migrated first), over
 stdio and unix sockets only, and stops by itself. Measured:
@@ -54,9 +54,12 @@ INITIALIZE = {
 }
 
 
+DETECTOR = {"kind": "full"}  # --detector
+
+
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
-    env.update(PGRECALL_HOME=str(home), PGRECALL_MODELS="worker", **extra)
+    env.update(PGRECALL_HOME=str(home), PGRECALL_MODELS="worker", PGRECALL_DETECTOR=DETECTOR["kind"], **extra)
     return env
 
 
@@ -356,19 +359,30 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
     parser.add_argument("--load-old-ref", default=None, help="also run benchmarks/load.py on this commit")
     parser.add_argument("--load-seconds", type=float, default=60.0)
+    parser.add_argument("--detector", choices=["full", "compact"], default="full")
+    parser.add_argument(
+        "--only", default="windows,cli,head_of_line,passages", help="which measurements (comma-separated)"
+    )
     args = parser.parse_args()
+    DETECTOR["kind"] = args.detector
+    only = set(args.only.split(","))
     report: dict[str, Any] = {
         "machine": {
             "cpus": os.cpu_count(),
             "load_avg_1m": round(os.getloadavg()[0], 2),
             "python": platform.python_version(),
-        }
+        },
+        "detector": args.detector,
     }
     with scratch_home() as home:
-        report["windows"] = [measure_windows(home, int(n)) for n in args.servers.split(",")]
-        report["cli"] = measure_cli(home)
-        report["head_of_line"] = measure_head_of_line(home)
-        report["passages"] = measure_passages(home)
+        if "windows" in only:
+            report["windows"] = [measure_windows(home, int(n)) for n in args.servers.split(",")]
+        if "cli" in only:
+            report["cli"] = measure_cli(home)
+        if "head_of_line" in only:
+            report["head_of_line"] = measure_head_of_line(home)
+        if "passages" in only:
+            report["passages"] = measure_passages(home)
     detection = ROOT / "benchmarks" / "detection.json"
     if detection.exists():
         found = json.loads(detection.read_text())
