@@ -36,10 +36,22 @@ OPEN_WAIT_S = 120.0  # a tool call waits this long for the database before it gi
 class Runtime:
     """The server's state: opened once per process, shared by every MCP session."""
 
-    def __init__(self, app: App, *, reembed_interval_s: float = 30.0) -> None:
-        self._app: App | None = app
-        self._make_app: Callable[[], App] | None = None
-        self.settings: Settings = app.settings
+    def __init__(
+        self,
+        app: App | None = None,
+        *,
+        settings: Settings | None = None,
+        make_app: Callable[[], App] | None = None,
+        reembed_interval_s: float = 30.0,
+    ) -> None:
+        if app is not None:
+            self.settings: Settings = app.settings
+        elif settings is not None and make_app is not None:
+            self.settings = settings
+        else:
+            raise ValueError("give an App, or settings and make_app to build one later")
+        self._app = app
+        self._make_app = make_app
         self.metrics = Metrics()
         self.reembed_interval_s = reembed_interval_s
         self._reembed: BackgroundReembed | None = None
@@ -48,7 +60,7 @@ class Runtime:
         self._opening: threading.Thread | None = None
         self._opening_lock = threading.Lock()
         self.after_open: Callable[[], None] | None = None
-        if app.pool is not None:  # an App opened by the caller
+        if app is not None and app.pool is not None:  # an App opened by the caller
             self._ready()
 
     @classmethod
@@ -56,19 +68,7 @@ class Runtime:
         cls, settings: Settings, make_app: Callable[[], App], *, reembed_interval_s: float = 30.0
     ) -> Runtime:
         """A runtime whose App is built and opened later, by open() (nothing heavy is imported now)."""
-        runtime = cls.__new__(cls)
-        runtime._app = None
-        runtime._make_app = make_app
-        runtime.settings = settings
-        runtime.metrics = Metrics()
-        runtime.reembed_interval_s = reembed_interval_s
-        runtime._reembed = None
-        runtime._opened = threading.Event()
-        runtime._failure = None
-        runtime._opening = None
-        runtime._opening_lock = threading.Lock()
-        runtime.after_open = None
-        return runtime
+        return cls(settings=settings, make_app=make_app, reembed_interval_s=reembed_interval_s)
 
     @property
     def app(self) -> App:
