@@ -118,3 +118,16 @@ async def test_search_is_not_queued_behind_a_long_passage(worker_settings: Setti
                     tasks.start_soon(add_long)
                     tasks.start_soon(search_soon)
             assert order == ["search", "add"]
+
+
+async def test_a_worker_that_cannot_start_degrades_search_and_keeps_writes(worker_settings: Settings) -> None:
+    # A run directory others can write to is refused: the worker never starts.
+    (worker_settings.home / "worker").mkdir(mode=0o777)
+    (worker_settings.home / "worker").chmod(0o777)
+    with App(worker_settings, restricted=True) as opened:
+        async with Client(create_server(Runtime(opened))) as client:
+            added = await call(client, "add_entry", text="Backups are kept for 30 days in the cold bucket.")
+            assert added["vector_pending"] and added["language"]["regconfig"] == "simple"
+            result = await call(client, "search", query="backups kept")
+            assert result["degraded"] and result["degraded_reason"].startswith("embedder unavailable")
+            assert [hit["id"] for hit in result["hits"]] == [added["id"]]

@@ -51,6 +51,11 @@ class CachedQueryEmbedder:
             self._ready = True if probe is None else bool(probe(0.0))
         return self._ready
 
+    def load_state(self) -> str:
+        """The provider's load state ('ready', 'loading', 'idle', 'failed: …'); 'ready' if it has none."""
+        state = getattr(self._inner, "state", None)
+        return "ready" if state is None else str(state())
+
     def __bool__(self) -> bool:
         # An embedder is always "there"; without this, an empty cache (len 0) would read as False.
         return True

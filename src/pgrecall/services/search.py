@@ -210,7 +210,11 @@ class SearchService:
             return None, None, "no embedding provider is configured: lexical search only"
         ready = getattr(self.embedder, "ready", None)
         if ready is not None and not ready():
-            # The model is still loading in the worker: answer now from the lexical branch.
+            # The model is still loading in the worker (or the worker cannot run): answer now from
+            # the lexical branch, and say which.
+            state = getattr(self.embedder, "load_state", lambda: "loading")()
+            if str(state).startswith("failed"):
+                return None, None, f"embedder unavailable ({state}): lexical search only"
             return None, None, EMBEDDER_LOADING
         started = time.perf_counter()
         try:
