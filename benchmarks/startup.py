@@ -1,11 +1,11 @@
 """What a new user meets: start-up, memory, CLI speed, head-of-line blocking, passages/s, detection.
 
 Run: python benchmarks/startup.py [--json benchmarks/startup.json] [--servers 1,3] [--detector full|compact]
-                                  [--only windows,cli,head_of_line,passages] [--load-old-ref REF]
+                                  [--only initialize,windows,cli,head_of_line,passages] [--load-old-ref REF]
 
 Everything runs on a throw-away PGRECALL_HOME under /tmp (embedded PostgreSQL, migrated first), over
 stdio and unix sockets only, and stops by itself. Measured:
-1. `pgrecall --help` (median of 5 runs).
+1. `pgrecall --help` (median of 5 runs); spawn → `initialize` of one server, 5 times in a row.
 2. For 1 and for 3 stdio servers spawned at once (a desktop client per window), from a cold start
    (no model worker running): spawn → `initialize` answered, → `tools/list`, → first search answered
    (lexical-only while the embedder loads), → first search with the vector branch; then one add and
@@ -204,6 +204,17 @@ def measure_windows(home: Path, count: int) -> dict[str, Any]:
     return result
 
 
+def measure_initialize(home: Path, runs: int = 5) -> dict[str, Any]:
+    """spawn → `initialize` answered, one server at a time (the first spawn pays for cold file caches)."""
+    times = []
+    for _ in range(runs):
+        server = StdioServer(home)
+        server.request("initialize", INITIALIZE)
+        times.append(server.since_spawn())
+        server.close()
+    return {"runs_s": times, "median_s": round(statistics.median(times), 3)}
+
+
 def measure_cli(home: Path) -> dict[str, Any]:
     """`pgrecall --help` cold, and `pgrecall add` with the worker warm."""
     helps = [_pgrecall(home, "--help") for _ in range(5)]
@@ -361,7 +372,9 @@ def main() -> None:
     parser.add_argument("--load-seconds", type=float, default=60.0)
     parser.add_argument("--detector", choices=["full", "compact"], default="full")
     parser.add_argument(
-        "--only", default="windows,cli,head_of_line,passages", help="which measurements (comma-separated)"
+        "--only",
+        default="initialize,windows,cli,head_of_line,passages",
+        help="which measurements (comma-separated)",
     )
     args = parser.parse_args()
     DETECTOR["kind"] = args.detector
@@ -375,6 +388,8 @@ def main() -> None:
         "detector": args.detector,
     }
     with scratch_home() as home:
+        if "initialize" in only:
+            report["initialize"] = measure_initialize(home)
         if "windows" in only:
             report["windows"] = [measure_windows(home, int(n)) for n in args.servers.split(",")]
         if "cli" in only:
