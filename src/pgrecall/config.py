@@ -61,6 +61,26 @@ class Settings(BaseSettings):
         description="Require a bearer token (pgrecall token create) on the HTTP transport. Always on when "
         "the server binds a non-loopback address.",
     )
+    db_connect_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=600,
+        description="Seconds to wait for a PostgreSQL connection (connect, and waiting for a free pooled "
+        "connection) before failing with a clear error instead of hanging.",
+    )
+    http_allowed_hosts: str = Field(
+        default="",
+        max_length=4_000,
+        description="Comma-separated Host header values the HTTP transport accepts besides the bind "
+        "address and its loopback names (e.g. 'memory.example.com,memory.example.com:443'); anything "
+        "else is refused (DNS-rebinding protection, on for every bind).",
+    )
+    http_allowed_origins: str = Field(
+        default="",
+        max_length=4_000,
+        description="Comma-separated Origin values (scheme://host[:port]) the HTTP transport accepts "
+        "besides the bind address's own; requests with another Origin are refused.",
+    )
     pool_min_size: int = Field(default=1, ge=0, le=100, description="Minimum open connections in the pool.")
     pool_max_size: int = Field(default=8, ge=1, le=200, description="Maximum open connections in the pool.")
     statement_timeout_ms: int = Field(
@@ -129,6 +149,14 @@ class Settings(BaseSettings):
     )
     embedding_timeout_s: float = Field(
         default=10.0, gt=0, description="Per-request timeout of the http embedder."
+    )
+    embedding_total_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=3_600,
+        description="Upper bound on one embedding call to an external endpoint, retries and backoff "
+        "included; past it the write is stored with its vector pending and search runs lexical-only. "
+        "Keep it well under your MCP client's timeout (often 60 s).",
     )
     embedding_retries: int = Field(
         default=3, ge=0, le=10, description="Retries (with backoff) of the http embedder."
