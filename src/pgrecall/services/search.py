@@ -24,7 +24,7 @@ from pgrecall.domain.validation import (
     check_query,
     check_top_k,
 )
-from pgrecall.embeddings.base import Embedder, EmbeddingError
+from pgrecall.embeddings.base import Embedder, EmbeddingError, unavailable_reason
 from pgrecall.errors import InvalidInputError
 from pgrecall.store.search import SearchParams, SearchRow, SearchStore, Tuning
 
@@ -214,7 +214,9 @@ class SearchService:
             # the lexical branch, and say which.
             state = getattr(self.embedder, "load_state", lambda: "loading")()
             if str(state).startswith("failed"):
-                return None, None, f"embedder unavailable ({state}): lexical search only"
+                # The state's detail (socket paths, exception text) goes to the log, not the caller.
+                log.warning("embedder failed to load; lexical-only search", extra={"error": str(state)})
+                return None, None, "embedder unavailable (failed to load): lexical search only"
             return None, None, EMBEDDER_LOADING
         started = time.perf_counter()
         try:
@@ -222,7 +224,7 @@ class SearchService:
         except EmbeddingError as exc:
             # A search must still answer: the lexical branch alone, flagged as degraded.
             log.warning("query embedding failed; lexical-only search", extra={"error": str(exc)})
-            return None, None, f"embedding failed ({exc}): lexical search only"
+            return None, None, f"{unavailable_reason(exc)}: lexical search only"
         return vector, (time.perf_counter() - started) * 1000, None
 
     @staticmethod
