@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -25,12 +26,14 @@ from pgrecall.embeddings.base import Embedder, EmbeddingError
 from pgrecall.services.citations import CitationService
 from pgrecall.services.duplicates import NearDuplicates
 from pgrecall.services.entries import EntryService
+from pgrecall.services.maintenance.background import BackgroundReembed
 from pgrecall.services.maintenance.service import Maintenance
 from pgrecall.services.retrieval import RetrievalService
 from pgrecall.services.search import SearchService
 from pgrecall.services.tokens import TokenService
 from pgrecall.store.catalog import read_catalog
 from pgrecall.store.entries import EntryStore
+from pgrecall.store.pending import PendingOwners
 from pgrecall.store.redetect import RedetectStore
 
 if TYPE_CHECKING:
@@ -57,10 +60,13 @@ class App:
         # Query vectors are cached in memory (bounded, never persisted): assistants repeat queries.
         self.worker: WorkerClient | None = None
         self._embedder: Embedder | None = None
+        # Background and operator passes may wait as long as a long passage needs; calls on a
+        # caller's path are bounded by embedding_total_timeout_s (see _settings_embedder).
+        self._maintenance_embedder: Embedder | None = None
         if isinstance(embedder, str):
             self._embedder = CachedQueryEmbedder(self._settings_embedder())
         else:
-            self._embedder = embedder
+            self._embedder = self._maintenance_embedder = embedder
         self._check_schema = check_schema
         # restricted: run as the row-level-security role (the MCP server); else as the login
         # role (operator commands that work across owners).
@@ -77,6 +83,7 @@ class App:
         self.citations: CitationService
         self.tokens: TokenService
         self.maintenance: Maintenance
+        self.pending_owners: PendingOwners
 
     def __enter__(self) -> App:
         self.open()
@@ -106,7 +113,11 @@ class App:
             self.citations = CitationService(self.store)
             self.tokens = TokenService(self.pool)
             self.maintenance = Maintenance(
-                self.store, RedetectStore(self.pool), self._embedder, self.detector
+                self.store, RedetectStore(self.pool), self._maintenance_embedder, self.detector
+            )
+            # As the login role, not the pool's restricted one: see store/pending.py.
+            self.pending_owners = PendingOwners(
+                self.db.connect, statement_timeout_ms=self.settings.statement_timeout_ms
             )
         except BaseException:
             self.close()
@@ -114,12 +125,19 @@ class App:
 
     def _settings_embedder(self) -> Embedder:
         if self.settings.models == "in-process":
-            return create_embedder(self.settings)
+            # An http provider bounds each call itself; the bundled models compute in this process.
+            self._maintenance_embedder = create_embedder(self.settings)
+            return self._maintenance_embedder
         from pgrecall.worker.client import WorkerClient, WorkerEmbedder
         from pgrecall.worker.identity import expected_identity
 
         self.worker = WorkerClient(self.settings, grace_s=self.settings.worker_idle_s)
-        return WorkerEmbedder(self.worker, expected_identity(self.settings))
+        identity = expected_identity(self.settings)
+        self._maintenance_embedder = WorkerEmbedder(self.worker, identity)
+        # A caller's write or search gives up on the worker after this long (the entry is stored
+        # with its vector pending, the search runs lexical-only); a long passage is then embedded
+        # by the background pass, which has no total bound.
+        return WorkerEmbedder(self.worker, identity, total_timeout_s=self.settings.embedding_total_timeout_s)
 
     @property
     def thresholds(self) -> Thresholds:
@@ -137,7 +155,9 @@ class App:
 
         if self.worker is None:  # no embedder asked for, but detection still runs in the worker
             self.worker = WorkerClient(self.settings, grace_s=self.settings.worker_idle_s)
-        worker = WorkerDetector(self.worker)
+        # Bounded like the embedding, so one write waits at most twice embedding_total_timeout_s
+        # for the models (a detection that times out stores 'simple'; redetect-language fixes it).
+        worker = WorkerDetector(self.worker, timeout_s=self.settings.embedding_total_timeout_s)
         codes = self.catalog.supported_codes()
         limits = self.thresholds
 
@@ -166,6 +186,19 @@ class App:
         """
         if self.worker is not None and self._embedder is not None:
             self.worker.warm()
+
+    def background_reembed(
+        self, *, on_pending: Callable[[int], None] | None = None, interval_s: float = 30.0
+    ) -> BackgroundReembed:
+        """The background pass filling pending vectors of every owner (not started)."""
+        return BackgroundReembed(
+            self.store,
+            self._maintenance_embedder,
+            self.settings.owner,
+            on_pending=on_pending,
+            interval_s=interval_s,
+            discover=self.pending_owners,
+        )
 
     @property
     def embedder(self) -> Embedder | None:

@@ -77,14 +77,8 @@ class Runtime:
         return self._app
 
     def _ready(self) -> None:
-        from pgrecall.services.maintenance import BackgroundReembed
-
-        self._reembed = BackgroundReembed(
-            self.app.store,
-            self.app.embedder,
-            self.app.settings.owner,
-            on_pending=self.metrics.pending_vectors.set,
-            interval_s=self.reembed_interval_s,
+        self._reembed = self.app.background_reembed(
+            on_pending=self.metrics.pending_vectors.set, interval_s=self.reembed_interval_s
         )
         self._opened.set()
 

@@ -1,7 +1,9 @@
 """Client side: an Embedder and a language detector backed by the shared worker.
 
 Thread-safe: every call opens its own connection (a unix-socket connect costs microseconds), so server
-threads share one client without locking around requests. Every call has a timeout.
+threads share one client without locking around requests. Every call has a timeout; an embedder or
+detector on a caller's path also has a total bound over its chunks and restarts (a caller's client
+gives up after about 60 s and retries), while background re-embedding keeps the per-request ones.
 """
 
 from __future__ import annotations
@@ -94,15 +96,31 @@ class WorkerClient:
         """
         self._ensure(force=True)
 
-    def request(self, header: dict[str, Any], body: bytes = b"", *, timeout: float | None = None) -> Frame:
+    def request(
+        self,
+        header: dict[str, Any],
+        body: bytes = b"",
+        *,
+        timeout: float | None = None,
+        deadline: float | None = None,
+    ) -> Frame:
         """Send one request; the reply frame if ok, WorkerUnavailableError otherwise.
 
-        A worker that is not running is (re)started, up to `restarts` times. A request already sent
-        when the worker dies is not retried: the caller gets the error (and stores the vector pending).
+        A worker that is not running is (re)started, up to `restarts` times, but none past
+        `deadline` (a time.monotonic() value), which also caps every attempt's timeout. A request
+        already sent when the worker dies is not retried: the caller gets the error (and stores the
+        vector pending).
         """
         limit = self.timeout_s if timeout is None else timeout
         path = self._ensure_quietly()
         for attempt in range(self.restarts + 1):
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WorkerUnavailableError(
+                        f"worker request {header.get('op')!r}: out of time", reason="timeout"
+                    )
+                limit = min(limit, left)
             try:
                 reply = call(path, header, body, timeout=limit)
             except NotRunningError:
@@ -145,12 +163,20 @@ class WorkerEmbedder:
     """The Embedder protocol over the worker; model and dim are known without loading anything."""
 
     def __init__(
-        self, client: WorkerClient, identity: tuple[str, int], *, s_per_char: float = _PASSAGE_S_PER_CHAR
+        self,
+        client: WorkerClient,
+        identity: tuple[str, int],
+        *,
+        s_per_char: float = _PASSAGE_S_PER_CHAR,
+        total_timeout_s: float | None = None,
     ) -> None:
         self.client = client
         self._model, self._dim = identity
         # A request's timeout is the client's base timeout plus this much per character sent.
         self.s_per_char = s_per_char
+        # One bound over all chunks of one call (None: per-request timeouts only, for background work
+        # that may take as long as a long passage needs).
+        self.total_timeout_s = total_timeout_s
 
     @classmethod
     def from_settings(cls, settings: Settings, **client_options: Any) -> WorkerEmbedder:
@@ -198,15 +224,21 @@ class WorkerEmbedder:
 
     def _embed(self, op: str, texts: Sequence[str], max_texts: int) -> list[list[float]]:
         items = check_texts(texts)
+        total = self.total_timeout_s
+        deadline = None if total is None else time.monotonic() + total
         out: list[list[float]] = []
         for chunk in _chunks(items, max_texts, _CHUNK_CHARS):
             chars = sum(len(text) for text in chunk)
             timeout = self.client.timeout_s + chars * self.s_per_char
-            reply = self.client.request({"op": op, "texts": chunk, "model": self._model}, timeout=timeout)
+            reply = self.client.request(
+                {"op": op, "texts": chunk, "model": self._model}, timeout=timeout, deadline=deadline
+            )
             try:
                 matrix = decode_vectors(reply.header, reply.body)
             except ProtocolError as exc:
-                raise WorkerUnavailableError(f"bad vector reply from the worker: {exc}") from exc
+                raise WorkerUnavailableError(
+                    f"bad vector reply from the worker: {exc}", reason="bad response"
+                ) from exc
             out.extend(to_unit_rows(matrix, len(chunk), self._dim, f"worker ({self._model})"))
         return out
 
