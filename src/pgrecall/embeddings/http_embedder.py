@@ -291,6 +291,8 @@ class HttpEmbedder:
         reason = "error"
         retry_after: float | None = None
         made = 0
+        if deadline.left() <= 0:  # mode detection or earlier batches used up the call's time
+            raise EmbeddingError(f"{method} {url}: no time left for the request", reason="timeout")
         for attempt in range(attempts):
             if attempt:
                 delay = self._delay(attempt, retry_after)
