@@ -201,6 +201,11 @@ class App:
         )
 
     @property
+    def background_embedder(self) -> Embedder | None:
+        """The provider background and operator passes use (no total bound on a call)."""
+        return self._maintenance_embedder
+
+    @property
     def embedder(self) -> Embedder | None:
         """The active embedding provider (None: vectors stay pending)."""
         return self._embedder

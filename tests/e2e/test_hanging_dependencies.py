@@ -113,3 +113,12 @@ def test_worker_embedding_on_a_callers_path_has_a_total_bound(
     finally:
         worker.close()
         shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+def test_app_bounds_worker_embedding_on_callers_paths_only(settings: Settings) -> None:
+    # Not opened: building the App names its embedders without starting a worker.
+    app = App(settings.model_copy(update={"models": "worker", "embedding_total_timeout_s": 7.0}))
+    caller = getattr(app.embedder, "inner", None)
+    assert isinstance(caller, WorkerEmbedder) and caller.total_timeout_s == 7.0
+    background = app.background_embedder
+    assert isinstance(background, WorkerEmbedder) and background.total_timeout_s is None

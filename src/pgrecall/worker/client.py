@@ -124,7 +124,9 @@ class WorkerClient:
             try:
                 reply = call(path, header, body, timeout=limit)
             except NotRunningError:
-                if attempt == self.restarts:
+                # A restart waits for the new worker to listen (lifecycle.START_TIMEOUT_S): not
+                # begun once the caller's time is up.
+                if attempt == self.restarts or (deadline is not None and time.monotonic() >= deadline):
                     raise
                 path = self._ensure_quietly(force=True)
                 continue
