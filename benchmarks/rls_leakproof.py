@@ -10,9 +10,10 @@ server does (pool as pgrecall_app, owner set per transaction, the store's own co
 
 Each variant is its own copy of the database (LEAKPROOF marks live in each database's
 pg_proc), and the variants take turns call by call, so a busy machine weighs on all alike.
-Per statement: median wall time of the store call over RUNS rounds, and one
-EXPLAIN (ANALYZE, BUFFERS): whether the tag GIN index is in the plan, planning and
-execution time, shared buffers. Results must be the same ids in every variant.
+Per statement: median wall time of the store call over RUNS rounds, and
+EXPLAIN (ANALYZE, BUFFERS) run EXPLAINS times: whether the tag GIN index is in the plan, planning and
+execution time (medians of EXPLAINS runs), shared buffers. Results must be the same ids in
+every variant.
 
 Run: python benchmarks/rls_leakproof.py [--json benchmarks/rls_leakproof.json]
 """
@@ -55,7 +56,8 @@ N_TAGS = 300
 N_WORDS = 3_000
 DIM = 384
 MODEL = "bench-random"
-RUNS = 21
+RUNS = 31
+EXPLAINS = 5  # EXPLAIN ANALYZE runs per statement and variant (median times)
 WARMUP = 2
 SEED = 14
 SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "po", "si", "ve", "da", "gu", "fe", "zo", "bi", "ha")
@@ -255,11 +257,16 @@ def measure(variants: list[Variant], qvec: list[float]) -> dict[str, Any]:
     for v in variants:
         out[v.name] = {}
         for case in cases:
+            explains = []
             with v.sql():
-                if case in LIST_CASES:
-                    facts = explain_list(v.pool, LIST_CASES[case])
-                else:
-                    facts = explain_search(v.pool, _search_params(SEARCH_CASES[case], qvec))
+                for _ in range(EXPLAINS):
+                    if case in LIST_CASES:
+                        explains.append(explain_list(v.pool, LIST_CASES[case]))
+                    else:
+                        explains.append(explain_search(v.pool, _search_params(SEARCH_CASES[case], qvec)))
+            facts = explains[-1]
+            for key in ("explain_plan_ms", "explain_exec_ms"):
+                facts[key] = round(statistics.median(e[key] for e in explains), 2)
             out[v.name][case] = {
                 "median_ms": round(statistics.median(times[(v.name, case)]), 2),
                 "rows": len(ids[(v.name, case)]),
