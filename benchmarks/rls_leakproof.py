@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -147,15 +148,17 @@ def _search_params(filters: EntryFilters, qvec: list[float]) -> SearchParams:
 @contextmanager
 def legacy_operators() -> Iterator[None]:
     """The store's SQL as it was with migration 0005: core `@>` / `&&`."""
-    old_list = entries_mod.SQL_LIST
+    # EntryStore.list reads the module global at call time: swap it there.
+    namespace = vars(entries_mod)
+    old_list = namespace["SQL_LIST"]
     old_filters = dict(search_mod.FILTER_SQL)
-    entries_mod.SQL_LIST = old_list.replace("|@>", "@>").replace("|&&", "&&")  # type: ignore[misc]
+    namespace["SQL_LIST"] = old_list.replace("|@>", "@>").replace("|&&", "&&")
     for name in ("tags_all", "tags_any"):
         search_mod.FILTER_SQL[name] = old_filters[name].replace("|@>", "@>").replace("|&&", "&&")
     try:
         yield
     finally:
-        entries_mod.SQL_LIST = old_list  # type: ignore[misc]
+        namespace["SQL_LIST"] = old_list
         search_mod.FILTER_SQL.update(old_filters)
 
 
@@ -191,7 +194,7 @@ def explain_list(pool: ConnectionPool[Any], filters: EntryFilters) -> dict[str, 
     with pool.connection() as conn, conn.transaction():
         conn.execute(SQL_SET_OWNER, ("alice",))
         row = conn.execute(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + entries_mod.SQL_LIST, params
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + vars(entries_mod)["SQL_LIST"], params
         ).fetchone()
     assert row is not None
     return _plan_facts(next(iter(row.values()))[0])
@@ -227,13 +230,20 @@ class Variant:
             yield
 
 
+def _list_ids(filters: EntryFilters, entries: EntryStore, _: SearchStore) -> list[Any]:
+    return [x.id for x in entries.list("alice", filters, limit=LIST_LIMIT).entries]
+
+
+def _search_ids(params: SearchParams, _: EntryStore, search: SearchStore) -> list[Any]:
+    return [r.id for r in search.search(params).rows]
+
+
 def _cases(qvec: list[float]) -> dict[str, Callable[[EntryStore, SearchStore], list[Any]]]:
     cases: dict[str, Callable[[EntryStore, SearchStore], list[Any]]] = {}
     for name, filters in LIST_CASES.items():
-        cases[name] = lambda e, s, f=filters: [x.id for x in e.list("alice", f, limit=LIST_LIMIT).entries]
+        cases[name] = partial(_list_ids, filters)
     for name, filters in SEARCH_CASES.items():
-        p = _search_params(filters, qvec)
-        cases[name] = lambda e, s, p=p: [r.id for r in s.search(p).rows]
+        cases[name] = partial(_search_ids, _search_params(filters, qvec))
     return cases
 
 
