@@ -191,3 +191,10 @@ def test_non_superuser_migration_falls_back_to_plain_sql_operators(empty_db_url:
     schema.downgrade(url, "0005_row_level_security")
     with psycopg.connect(empty_db_url) as conn:
         assert _leakproof(conn, NARROW) == {}
+    # The repair the migration's notice names: a superuser steps back and up again.
+    schema.upgrade(url, "head")
+    schema.downgrade(empty_db_url, "0005_row_level_security")
+    schema.upgrade(empty_db_url, "head")
+    with psycopg.connect(empty_db_url) as conn:
+        assert _leakproof(conn, NARROW) == {"pgrecall_tags_contain": True, "pgrecall_tags_overlap": True}
+        assert _leakproof(conn, BROAD) == {"arraycontains": False, "arrayoverlap": False}
