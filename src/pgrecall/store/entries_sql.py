@@ -65,6 +65,7 @@ WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NOT NULL
 RETURNING {COLUMNS}
 """
 
+# Tag filters use migration 0006's text[]-only LEAKPROOF operators (see search_sql.FILTER_SQL).
 # Keyset pagination, newest first: (created_at, id) is unique and never changes,
 # so rows inserted while a caller pages can neither shift nor repeat earlier pages.
 SQL_LIST = f"""
@@ -74,8 +75,8 @@ WHERE owner = %(owner)s
   AND (%(kind)s::text IS NULL OR kind = %(kind)s)
   AND (%(source)s::text IS NULL OR source = %(source)s)
   AND (%(language)s::regconfig IS NULL OR language = %(language)s::regconfig)
-  AND (%(tags_all)s::text[] IS NULL OR tags @> %(tags_all)s::text[])
-  AND (%(tags_any)s::text[] IS NULL OR tags && %(tags_any)s::text[])
+  AND (%(tags_all)s::text[] IS NULL OR tags |@> %(tags_all)s::text[])
+  AND (%(tags_any)s::text[] IS NULL OR tags |&& %(tags_any)s::text[])
   AND (%(created_after)s::timestamptz IS NULL OR created_at >= %(created_after)s)
   AND (%(created_before)s::timestamptz IS NULL OR created_at < %(created_before)s)
   AND (%(updated_after)s::timestamptz IS NULL OR updated_at >= %(updated_after)s)

@@ -249,13 +249,15 @@ ORDER BY top.fused DESC, top.id
 )
 
 # Optional filters, fixed fragments over alias e; only those asked for are joined in
-# (fewer `x IS NULL OR …` guards: better plans, also generic ones).
+# (fewer `x IS NULL OR …` guards: better plans, also generic ones). `|@>` and `|&&` are
+# @> and && for text[] only, LEAKPROOF, so the tag GIN index serves them under row-level
+# security (migration 0006).
 FILTER_SQL: dict[str, str] = {
     "kind": "e.kind = %(f_kind)s",
     "source": "e.source = %(f_source)s",
     "language": "e.language = %(language)s::regconfig",
-    "tags_all": "e.tags @> %(f_tags_all)s::text[]",
-    "tags_any": "e.tags && %(f_tags_any)s::text[]",
+    "tags_all": "e.tags |@> %(f_tags_all)s::text[]",
+    "tags_any": "e.tags |&& %(f_tags_any)s::text[]",
     "created_after": "e.created_at >= %(f_created_after)s",
     "created_before": "e.created_at < %(f_created_before)s",
     "updated_after": "e.updated_at >= %(f_updated_after)s",
