@@ -276,6 +276,7 @@ class EmbeddedServer:
         result = self._run("pg_ctl", "-w", "-t", "60", "-D", str(self.pgdata), "-m", "fast", "stop")
         if result.returncode != 0 and self.running():
             raise DatabaseUnavailableError(f"could not stop the embedded PostgreSQL: {result.stderr.strip()}")
+        socketdir.discard(self.home, self.run_dir, socketdir.server_uid(SERVER_USER))
 
     # -- public lifecycle ----------------------------------------------------------
     def acquire(self) -> str:

@@ -78,21 +78,18 @@ def read_state(path: Path) -> State:
     except ValueError:
         log.warning("%s is not JSON; treating it as no live holders (rewritten on the next write)", path)
         return State()
-    items = raw.get("holders", []) if isinstance(raw, dict) else None
-    if not isinstance(items, list):
+    if not isinstance(raw, dict) or not isinstance(raw.get("holders", []), list):
         log.warning(
-            "%s does not hold {\"holders\": [...]}; treating it as no live holders "
+            '%s does not hold {"holders": [...]}; treating it as no live holders '
             "(it is rewritten on the next write)",
             path,
         )
         return State()
+    items = raw.get("holders", [])
     holders = [h for h in map(_holder, items) if h is not None]
     if len(holders) != len(items):
         log.warning("%s: ignored %d malformed holder entries", path, len(items) - len(holders))
-    assert isinstance(raw, dict)
-    return State(
-        [h for h in holders if h.alive()], raw.get("pinned") is True, raw.get("stopped") is True
-    )
+    return State([h for h in holders if h.alive()], raw.get("pinned") is True, raw.get("stopped") is True)
 
 
 def write_state(path: Path, state: State) -> None:

@@ -94,3 +94,18 @@ def current(home: Path, run_dir: Path, uid: int) -> Path:
     except RunDirError as exc:
         raise _refuse(exc) from exc
     return directory
+
+
+def discard(home: Path, run_dir: Path, uid: int) -> None:
+    """After a clean stop, remove the temporary socket directory (if empty and ours) and its record."""
+    if _fits(run_dir):
+        return
+    recorded = _recorded(home)
+    if recorded is None:
+        return
+    try:
+        verify_private_dir(recorded, uid)
+        recorded.rmdir()
+    except (RunDirError, OSError):
+        return  # not ours, not empty (a killed server's leftovers) or gone: the next start checks it
+    (home / RECORD_NAME).unlink(missing_ok=True)
