@@ -188,6 +188,8 @@ class EmbeddedServer:
             proc = psutil.Process(int(lines[0]))
             alive = proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
             return bool(alive and proc.name().startswith("postgres"))
+        except psutil.AccessDenied:
+            return True  # it exists; when unsure, never treat a live postmaster's pid file as stale
         except (psutil.Error, ValueError, IndexError):
             return False
 
