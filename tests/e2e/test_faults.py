@@ -223,6 +223,38 @@ async def test_postgres_restart_under_a_running_server(own_postgres: EmbeddedSer
     assert not first_failed, "the first call after the PostgreSQL restart failed"
 
 
+async def test_killed_embedded_postmaster_comes_back_without_db_start(tmp_path: Path) -> None:
+    base = Path(tempfile.mkdtemp(prefix="pgrecall-test-fault-", dir="/tmp"))
+    base.chmod(0o755)  # the server runs as its own user when tests run as root
+    home = base / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+    env["PGRECALL_HOME"] = str(home)
+    try:
+        with serving(env, tmp_path / "server.log") as served:
+            async with Client(served.mcp) as client:
+                first = await call(client, "add_entry", text="The postmaster may die; the notes stay.")
+                server = EmbeddedServer(home)
+                pid = int((server.pgdata / "postmaster.pid").read_text().splitlines()[0])
+                os.kill(pid, signal.SIGKILL)
+                # Nobody runs `pgrecall db start`: the serving process must bring it back itself.
+                healthy = False
+                for _ in range(300):  # bounded; the restart backs off up to 30 s between attempts
+                    with suppress(OSError):  # a probe may time out while the pool reconnects
+                        if served.health() == 200:
+                            healthy = True
+                            break
+                    await anyio.sleep(0.5)
+                assert healthy, served.log.read_text()[-3000:]
+                assert int((server.pgdata / "postmaster.pid").read_text().splitlines()[0]) != pid
+                fetched = await call(client, "get_entry", id=first["id"])
+                assert fetched["content_hash"] == first["content_hash"]
+        assert "restarted it" in served.log.read_text()
+    finally:
+        with suppress(Exception):
+            EmbeddedServer(home).stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 # -- the embedder killed mid-load ----------------------------------------------------------------
 
 

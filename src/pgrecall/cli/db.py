@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -37,13 +37,17 @@ def db_start() -> None:
 
 
 @app.command("stop")
-def db_stop() -> None:
-    """Stop the embedded server (any pgrecall process using it loses its connection)."""
+def db_stop(
+    force: Annotated[
+        bool, typer.Option("--force", help="Stop it even while other pgrecall processes hold it.")
+    ] = False,
+) -> None:
+    """Stop the embedded server; refused while other pgrecall processes use it, unless --force."""
     from pgrecall.errors import PgrecallError
 
     server = _embedded_only(settings())
     try:
-        server.stop()
+        server.stop(force=force)
     except PgrecallError as exc:
         fail(str(exc))
     typer.echo("embedded PostgreSQL stopped")
@@ -52,13 +56,24 @@ def db_stop() -> None:
 @app.command("status")
 def db_status() -> None:
     """Show whether the embedded server runs, who holds it, and its URL."""
-    echo_json(_embedded_only(settings()).status())
+    from pgrecall.errors import PgrecallError
+
+    server = _embedded_only(settings())
+    try:
+        echo_json(server.status())
+    except PgrecallError as exc:
+        fail(str(exc))
 
 
 @app.command("url")
 def db_url() -> None:
     """Print a libpq URL for the running embedded server (for psql); exit 1 if it is not running."""
+    from pgrecall.errors import PgrecallError
+
     server = _embedded_only(settings())
     if not server.running():
         fail("the embedded server is not running; start it with: pgrecall db start")
-    typer.echo(server.url())
+    try:
+        typer.echo(server.url())
+    except PgrecallError as exc:
+        fail(str(exc))

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import importlib.util
-import json
 import logging
 import os
 import shutil
@@ -22,14 +20,15 @@ import stat
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 import psycopg
 from psycopg import sql
 
-from pgrecall.errors import DatabaseUnavailableError
+from pgrecall.db import socketdir
+from pgrecall.db.holders import Holder, State, read_state, write_state
+from pgrecall.errors import ConfigurationError, DatabaseUnavailableError, PgrecallError
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +36,6 @@ SERVER_USER = "pgrecall"
 DATABASE = "pgrecall"
 SUPERUSER = "postgres"
 _PG_MAJOR = 18
-# Unix socket paths are capped at 107 bytes on Linux (sun_path).
-_MAX_SOCKET_PATH = 100
 _SERVER_OPTIONS = (
     "-c listen_addresses='' "
     "-c unix_socket_permissions=0700 "
@@ -68,32 +65,24 @@ def _others_can_traverse(path: Path) -> bool:
     return all(part.stat().st_mode & stat.S_IXOTH for part in [path, *path.parents])
 
 
-@dataclass(frozen=True)
-class Holder:
-    """A process that holds the embedded server open."""
+class ServerInUseError(PgrecallError):
+    """`db stop` without --force while other processes hold the server."""
 
-    pid: int
-    started: float
-
-    def alive(self) -> bool:
-        """True if the process still exists and is the same process (pid not reused)."""
-        try:
-            created: float = psutil.Process(self.pid).create_time()
-            return abs(created - self.started) < 1.0
-        except psutil.Error:
-            return False
-
-    @classmethod
-    def current(cls) -> Holder:
-        """The calling process."""
-        return cls(os.getpid(), psutil.Process().create_time())
+    def __init__(self, pids: list[int]) -> None:
+        listed = ", ".join(str(p) for p in pids)
+        super().__init__(
+            f"the embedded PostgreSQL is in use by pid {listed}; stopping it would cut them off "
+            "(use --force to stop it anyway)"
+        )
+        self.pids = pids
 
 
 class EmbeddedServer:
     """Lifecycle of one embedded PostgreSQL cluster under `home`."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, *, connect_timeout_s: float = 5.0) -> None:
         self.home = home.expanduser().resolve()
+        self.connect_timeout_s = connect_timeout_s
         self.pgdata = self.home / "pgdata"
         self.run_dir = self.home / "run"
         self.log_file = self.home / "postgres.log"
@@ -103,40 +92,36 @@ class EmbeddedServer:
     # -- paths -------------------------------------------------------------
     @property
     def socket_dir(self) -> Path:
-        """Directory of the server's unix socket (short path if `home` is deep)."""
-        if len(str(self.run_dir / ".s.PGSQL.5432")) <= _MAX_SOCKET_PATH:
-            return self.run_dir
-        digest = hashlib.sha256(str(self.home).encode()).hexdigest()[:12]
-        return Path("/tmp") / f"pgrecall-{digest}"  # noqa: S108 - private 0700 dir, owner checked
+        """Directory of the server's unix socket, verified private now (raises DatabaseUnavailableError)."""
+        return socketdir.current(self.home, self.run_dir, socketdir.server_uid(SERVER_USER))
 
     def url(self, database: str = DATABASE) -> str:
-        """libpq URL for the running server (psql accepts it)."""
+        """libpq URL for the running server (psql accepts it); the socket directory is verified each call."""
         return f"postgresql://{SUPERUSER}@/{database}?host={self.socket_dir}"
 
     # -- locking / holders ------------------------------------------------------
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.home.mkdir(parents=True, exist_ok=True)
-        with open(self._lock_file, "a+") as fh:
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+            fh = open(self._lock_file, "a+")  # noqa: SIM115 - closed by the with below
+        except OSError as exc:
+            raise ConfigurationError(
+                f"PGRECALL_HOME={self.home} is not usable: {exc.strerror or exc} "
+                f"({exc.filename or self.home}); point PGRECALL_HOME at a directory you can write"
+            ) from exc
+        with fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def _read_state(self) -> tuple[list[Holder], bool]:
-        try:
-            raw = json.loads(self._holders_file.read_text())
-        except (FileNotFoundError, ValueError):
-            return [], False
-        holders = [Holder(int(h["pid"]), float(h["started"])) for h in raw.get("holders", [])]
-        return [h for h in holders if h.alive()], bool(raw.get("pinned", False))
+    def _read_state(self) -> State:
+        return read_state(self._holders_file)
 
-    def _write_state(self, holders: list[Holder], pinned: bool) -> None:
-        data = {"holders": [{"pid": h.pid, "started": h.started} for h in holders], "pinned": pinned}
-        tmp = self._holders_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data))
-        tmp.replace(self._holders_file)
+    def _write_state(self, state: State) -> None:
+        write_state(self._holders_file, state)
 
     # -- process helpers ----------------------------------------------------------
     def _bin_dir(self) -> Path:
@@ -190,20 +175,28 @@ class EmbeddedServer:
         """True once initdb has run."""
         return (self.pgdata / "PG_VERSION").exists()
 
-    def running(self) -> bool:
-        """True if a postmaster is serving this data directory."""
-        pidfile = self.pgdata / "postmaster.pid"
+    def _pidfile_lines(self) -> list[str]:
         try:
-            lines = pidfile.read_text().splitlines()
+            return (self.pgdata / "postmaster.pid").read_text().splitlines()
         except (FileNotFoundError, PermissionError):
-            return False
-        if len(lines) < 8 or lines[7].strip() != "ready":
-            return False
+            return []
+
+    def postmaster_alive(self) -> bool:
+        """True if the process postmaster.pid names exists and is a postgres (not a reused pid)."""
+        lines = self._pidfile_lines()
         try:
             proc = psutil.Process(int(lines[0]))
-            return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
-        except (psutil.Error, ValueError):
+            alive = proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+            return bool(alive and proc.name().startswith("postgres"))
+        except psutil.AccessDenied:
+            return True  # it exists; when unsure, never treat a live postmaster's pid file as stale
+        except (psutil.Error, ValueError, IndexError):
             return False
+
+    def running(self) -> bool:
+        """True if a postmaster is serving this data directory."""
+        lines = self._pidfile_lines()
+        return len(lines) >= 8 and lines[7].strip() == "ready" and self.postmaster_alive()
 
     def _check_reachable(self) -> None:
         if not _is_root():
@@ -240,9 +233,13 @@ class EmbeddedServer:
             raise DatabaseUnavailableError(f"initdb failed in {self.pgdata}:\n{result.stderr.strip()}")
 
     def _start(self) -> None:
-        sock = self.socket_dir
-        sock.mkdir(mode=0o700, exist_ok=True)
-        self._chown_to_server(sock)
+        self._ensure_server_user()
+        sock = socketdir.prepare(self.home, self.run_dir, socketdir.server_uid(SERVER_USER))
+        pidfile = self.pgdata / "postmaster.pid"
+        if pidfile.exists() and not self.postmaster_alive():
+            # Left by a killed postmaster; if its pid now belongs to another process of the
+            # server user, postgres would refuse to start ("lock file already exists").
+            pidfile.unlink(missing_ok=True)
         if _is_root():
             self.log_file.touch(exist_ok=True)
             self._chown_to_server(self.log_file)
@@ -271,7 +268,8 @@ class EmbeddedServer:
         self._ensure_database()
 
     def _ensure_database(self) -> None:
-        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+        timeout = max(2, round(self.connect_timeout_s))
+        with psycopg.connect(self.url("postgres"), autocommit=True, connect_timeout=timeout) as conn:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
             if exists is None:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
@@ -280,6 +278,7 @@ class EmbeddedServer:
         result = self._run("pg_ctl", "-w", "-t", "60", "-D", str(self.pgdata), "-m", "fast", "stop")
         if result.returncode != 0 and self.running():
             raise DatabaseUnavailableError(f"could not stop the embedded PostgreSQL: {result.stderr.strip()}")
+        socketdir.discard(self.home, self.run_dir, socketdir.server_uid(SERVER_USER))
 
     # -- public lifecycle ----------------------------------------------------------
     def acquire(self) -> str:
@@ -290,21 +289,36 @@ class EmbeddedServer:
             if not self.running():
                 self._check_reachable()
                 self._start()
-            holders, pinned = self._read_state()
-            me = Holder.current()
-            if me not in holders:
-                holders.append(me)
-            self._write_state(holders, pinned)
+            self._register(self._read_state(), stopped=False)
         return self.url()
+
+    def _register(self, state: State, *, stopped: bool) -> None:
+        me = Holder.current()
+        if me not in state.holders:
+            state.holders.append(me)
+        state.stopped = stopped
+        self._write_state(state)
+
+    def revive(self) -> bool:
+        """Restart a server that died under its holders; False (nothing done) if `db stop` stopped it."""
+        with self._locked():
+            state = self._read_state()
+            if state.stopped:
+                return False
+            if not self.running():
+                self._check_reachable()
+                self._start()
+            self._register(state, stopped=False)
+        return True
 
     def release(self) -> None:
         """Unregister this process; stop the server if no live holder remains and it is not pinned."""
         with self._locked():
-            holders, pinned = self._read_state()
+            state = self._read_state()
             me = Holder.current()
-            holders = [h for h in holders if h != me]
-            self._write_state(holders, pinned)
-            if not holders and not pinned and self.running():
+            state.holders = [h for h in state.holders if h != me]
+            self._write_state(state)
+            if not state.holders and not state.pinned and self.running():
                 self._stop()
 
     def pin(self) -> str:
@@ -314,28 +328,34 @@ class EmbeddedServer:
                 self._init()
             if not self.running():
                 self._start()
-            holders, _ = self._read_state()
-            self._write_state(holders, True)
+            state = self._read_state()
+            state.pinned, state.stopped = True, False
+            self._write_state(state)
         return self.url()
 
-    def stop(self) -> None:
-        """Stop the server now, whoever holds it (`pgrecall db stop`)."""
+    def stop(self, *, force: bool = True) -> None:
+        """Stop the server now (`pgrecall db stop`); without force, refuse while other processes hold it."""
         with self._locked():
-            holders, _ = self._read_state()
-            self._write_state(holders, False)
-            if self.running():
+            state = self._read_state()
+            others = [h.pid for h in state.holders if h.pid != os.getpid()]
+            if others and not force:
+                raise ServerInUseError(others)
+            # stopped: the remaining holders' supervisors must not bring it straight back.
+            state.pinned, state.stopped = False, bool(others)
+            self._write_state(state)
+            if self.postmaster_alive():
                 self._stop()
 
     def status(self) -> dict[str, object]:
         """Facts for `pgrecall db status`."""
         with self._locked():
-            holders, pinned = self._read_state()
+            state = self._read_state()
             return {
                 "home": str(self.home),
                 "initialized": self.initialized(),
                 "running": self.running(),
-                "pinned": pinned,
-                "holders": [h.pid for h in holders],
+                "pinned": state.pinned,
+                "holders": [h.pid for h in state.holders],
                 "url": self.url() if self.running() else None,
             }
 

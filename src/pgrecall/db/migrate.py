@@ -12,9 +12,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.script.revision import RevisionError
+from alembic.util import CommandError
 from sqlalchemy import create_engine, pool
 
-from pgrecall.errors import DatabaseUnavailableError, SchemaNotAtHeadError
+from pgrecall.db.conninfo import describe_failure
+from pgrecall.errors import DatabaseUnavailableError, InvalidInputError, SchemaNotAtHeadError
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -26,13 +29,20 @@ def _sqlalchemy_url(url: str) -> str:
 
 
 @contextmanager
-def _reachable(url: str) -> Iterator[None]:
-    # Alembic surfaces a down server as a SQLAlchemy traceback; operators need one line.
+def _reachable(url: str, revision: str | None = None) -> Iterator[None]:
+    # Alembic surfaces a down server or an unknown revision as a traceback; operators need one line.
     try:
         yield
     except sqlalchemy.exc.OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise DatabaseUnavailableError(f"cannot connect to PostgreSQL: {reason}") from exc
+        reason = str(exc.orig) if exc.orig else str(exc)
+        raise DatabaseUnavailableError(describe_failure(reason, url)) from exc
+    except (CommandError, RevisionError) as exc:
+        if revision is None:
+            raise
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidInputError(
+            "revision", f"{revision!r} cannot be used: {detail} (see: pgrecall migrate history)"
+        ) from exc
 
 
 def alembic_config(url: str, stdout: TextIO | None = None) -> Config:
@@ -62,19 +72,19 @@ def current_revision(url: str) -> str | None:
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Move the schema forward to `revision`."""
-    with _reachable(url):
+    with _reachable(url, revision):
         command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: str, revision: str) -> None:
     """Move the schema back to `revision` ('base' drops everything pgrecall made)."""
-    with _reachable(url):
+    with _reachable(url, revision):
         command.downgrade(alembic_config(url), revision)
 
 
 def stamp(url: str, revision: str) -> None:
     """Record `revision` as current without running migrations."""
-    with _reachable(url):
+    with _reachable(url, revision):
         command.stamp(alembic_config(url), revision)
 
 

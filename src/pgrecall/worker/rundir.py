@@ -3,59 +3,22 @@
 from __future__ import annotations
 
 import os
-import stat
 import tempfile
 from pathlib import Path
 
-from pgrecall.errors import PgrecallError
+# The private-directory rules live in db (the bottom layer) so the embedded server's socket shares them.
+from pgrecall.db.privatedir import RunDirError, ensure_private_dir, verify_private_dir
+
+__all__ = ["RunDirError", "ensure_private_dir", "verify_private_dir"]
 
 SOCKET_NAME = "worker.sock"
 # Linux sun_path is 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH_BYTES = 107
 
 
-class RunDirError(PgrecallError):
-    """A worker directory exists but is not private to this user; pgrecall refuses to use it."""
-
-
 def worker_dir(home: Path) -> Path:
     """Where the worker keeps its lock, holders file, log and (if short enough) its socket."""
     return home.expanduser().resolve() / "worker"
-
-
-def verify_private_dir(path: Path) -> None:
-    """Raise RunDirError unless path is a real directory owned by this user with mode 0700."""
-    try:
-        # lstat: a symlink is refused, whatever it points to; it could lead anywhere.
-        st = os.lstat(path)
-    except FileNotFoundError as exc:
-        raise RunDirError(f"{path} does not exist") from exc
-    if not stat.S_ISDIR(st.st_mode):
-        raise RunDirError(f"{path} is not a directory (a symlink or a file is refused)")
-    if st.st_uid != os.geteuid():
-        raise RunDirError(
-            f"{path} is owned by uid {st.st_uid}, not by this user ({os.geteuid()}); refusing it"
-        )
-    mode = stat.S_IMODE(st.st_mode)
-    if mode != 0o700:
-        raise RunDirError(
-            f"{path} has mode {mode:o}, expected 700; refusing a directory others can read or enter "
-            f"(remove it, or run: chmod 700 {path})"
-        )
-
-
-def ensure_private_dir(path: Path) -> Path:
-    """Create path with mode 0700, or verify that an existing one is private to us; return it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    else:
-        # mkdir's mode is filtered by the umask; set it exactly on the directory we just made.
-        os.chmod(path, 0o700)
-    verify_private_dir(path)
-    return path
 
 
 def ensure_worker_dir(home: Path) -> Path:
