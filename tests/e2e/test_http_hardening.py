@@ -192,34 +192,38 @@ def test_body_cap_formula() -> None:
     assert max_request_bytes(1000) < 4 * 1024 * 1024  # below the SDK's own 4 MiB default
 
 
-def _read_status(sock: socket.socket) -> str:
+def _answer_then_hang_up(sock: socket.socket) -> tuple[str, bool]:
+    """The response's head, and whether the server then closed the connection (EOF or reset)."""
     data = b""
-    for _ in range(100):  # bounded: a status line arrives in a few reads
-        chunk = sock.recv(4096)
+    for _ in range(1000):  # bounded: a short response arrives in a few reads
+        try:
+            chunk = sock.recv(4096)
+        except ConnectionResetError:
+            return data.decode(errors="replace"), True
         if not chunk:
-            break
+            return data.decode(errors="replace"), True
         data += chunk
-        if b"\r\n" in data:
-            break
-    return data.split(b"\r\n", 1)[0].decode()
+    return data.decode(errors="replace"), False
 
 
 async def test_oversized_bodies_get_413_before_being_read(settings: Settings, tmp_path: Path) -> None:
     env = _env(settings) | {"PGRECALL_MAX_TEXT_CHARS": "1000"}
     cap = max_request_bytes(1000)
-    head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.2:{port}\r\nContent-Type: application/json\r\n"
-    head += "Accept: application/json, text/event-stream\r\n"
     with _serve(env, tmp_path / "server.log", "127.0.0.2") as port:
-        # Declared too big: refused on the headers alone, not one body byte sent.
-        for path in ("/mcp", "/metrics"):
-            status, _ = _request(
-                "127.0.0.2", port, "POST", path, {"Host": f"127.0.0.2:{port}", "Content-Length": str(cap + 1)}
-            )
-            assert status == 413, path
+        head = (
+            f"POST {{path}} HTTP/1.1\r\nHost: 127.0.0.2:{port}\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\n{length}\r\n"
+        )
+        # Declared too big: refused on the headers alone, not one body byte sent, and hung up on.
+        for path in ("/mcp", "/metrics", "/healthz"):
+            with socket.create_connection(("127.0.0.2", port), timeout=30) as sock:
+                sock.sendall(head.format(path=path, length=f"Content-Length: {cap + 1}\r\n").encode())
+                answer, closed = _answer_then_hang_up(sock)
+            assert answer.startswith("HTTP/1.1 413") and closed, (path, answer)
         # Chunked: the answer comes once the cap is passed, while the body is still unfinished.
         chunk = 64 * 1024
         with socket.create_connection(("127.0.0.2", port), timeout=30) as sock:
-            sock.sendall((head.format(port=port) + "Transfer-Encoding: chunked\r\n\r\n").encode())
+            sock.sendall(head.format(path="/mcp", length="Transfer-Encoding: chunked\r\n").encode())
             sent = 0
             for _ in range(cap // chunk + 2):  # bounded: just past the cap
                 sock.sendall(b"%x\r\n" % chunk + b"x" * chunk + b"\r\n")
@@ -227,7 +231,14 @@ async def test_oversized_bodies_get_413_before_being_read(settings: Settings, tm
                 if sent > cap:
                     break
             assert cap < sent <= cap + chunk
-            assert _read_status(sock).startswith("HTTP/1.1 413")
+            answer, closed = _answer_then_hang_up(sock)
+            assert answer.startswith("HTTP/1.1 413") and closed, answer
+        # A body just under the cap is read in full and handed to the protocol layer.
+        body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'.ljust(cap, b" ")
+        status, _ = _request(
+            "127.0.0.2", port, "POST", "/mcp", _MCP_HEADERS | {"Host": f"127.0.0.2:{port}"}, body
+        )
+        assert status != 413
         # A text at the limit, every character an astral one, still fits through a real session.
         async with Client(f"http://127.0.0.2:{port}/mcp") as client:
             added = await call(client, "add_entry", text="😀" * 1000, language="en")

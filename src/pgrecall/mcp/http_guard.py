@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pgrecall.domain.validation import (
     MAX_IDEMPOTENCY_KEY_CHARS,
@@ -212,25 +212,60 @@ class HttpGuard:
     """ASGI middleware: Host and Origin checks, then the body cap, in front of every route."""
 
     def __init__(self, app: ASGIApp, policy: HostPolicy, max_body_bytes: int) -> None:
+        self.app = app
         self.policy = policy
-        # The SDK's limiter refuses a declared Content-Length over the cap before reading, and
-        # counts bytes as they stream (chunked bodies), answering 413 as soon as the cap is passed.
-        self.app = RequestBodyLimitMiddleware(app, max_body_bytes)
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Refuse foreign hosts (421) and origins (403), then hand over to the size-capped app."""
-        if scope["type"] == "http":
-            headers = Headers(scope=scope)
-            refusal = None
-            if not self.policy.host_ok(headers.get("host")):
-                refusal = PlainTextResponse("Invalid Host header", status_code=421)
-            elif not self.policy.origin_ok(headers.get("origin")):
-                refusal = PlainTextResponse("Invalid Origin header", status_code=403)
-            if refusal is not None:
-                log.warning("refused request", extra={"fields": {"status": refusal.status_code}})
-                await refusal(scope, receive, send)
+        """Refuse foreign hosts (421), origins (403) and oversized bodies (413), else pass on."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if not self.policy.host_ok(headers.get("host")):
+            await _refuse(421, "Invalid Host header", scope, receive, send)
+        elif not self.policy.origin_ok(headers.get("origin")):
+            await _refuse(403, "Invalid Origin header", scope, receive, send)
+        elif _declared_size(headers) > self.max_body_bytes:
+            await _refuse(413, "Request body too large", scope, receive, send)
+        else:
+            await self._capped(scope, receive, send)
+
+    async def _capped(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Chunked bodies declare no size: count while reading, stop at the first byte over the cap.
+        # The body is buffered (≤ the cap) and replayed, so no route starts on a body later refused.
+        body = bytearray()
+        first: list[Message] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                first.append(message)
+                break
+            body += message.get("body", b"")
+            if len(body) > self.max_body_bytes:
+                await _refuse(413, "Request body too large", scope, receive, send)
                 return
-        await self.app(scope, receive, send)
+            if not message.get("more_body", False):
+                first.insert(0, {"type": "http.request", "body": bytes(body), "more_body": False})
+                break
+
+        async def replay() -> Message:
+            return first.pop(0) if first else await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _declared_size(headers: Headers) -> int:
+    value = headers.get("content-length", "")
+    return int(value) if value.isdigit() else 0
+
+
+async def _refuse(status: int, reason: str, scope: Scope, receive: Receive, send: Send) -> None:
+    # `Connection: close` makes the server hang up instead of reading (and discarding) the rest
+    # of a body it refused, which a client could make endless.
+    log.warning("refused request", extra={"fields": {"status": status, "path": scope.get("path")}})
+    response = PlainTextResponse(reason, status_code=status, headers={"Connection": "close"})
+    await response(scope, receive, send)
 
 
 def guarded_app(server: MCPServer, policy: HostPolicy, max_body_bytes: int) -> ASGIApp:
