@@ -276,3 +276,13 @@ def test_config_errors_are_one_line_each(tmp_path: Path) -> None:
 def _env_without_db(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
     return env | {"PGRECALL_HOME": str(tmp_path / "home"), "PGRECALL_MODELS": "in-process"}
+
+
+def test_malformed_allow_list_is_one_line(tmp_path: Path) -> None:
+    env = _env_without_db(tmp_path) | {"PGRECALL_HTTP_ALLOWED_HOSTS": "memory.test, bad:port"}
+    result = _pgrecall(env, "serve", "--transport", "http", "--port", "1")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "pgrecall: PGRECALL_HTTP_ALLOWED_HOSTS/ORIGINS or --allowed-host/--allowed-origin: "
+        "allowed host 'bad:port' is not host[:port]"
+    ]

@@ -90,14 +90,16 @@ def serve(
 
     configure_logging(log_level)
     current = settings()
-    try:
-        policy = HostPolicy.for_bind(
-            host,
-            [current.http_allowed_hosts, *(allowed_host or [])],
-            [current.http_allowed_origins, *(allowed_origin or [])],
-        )
-    except ValueError as exc:
-        fail(str(exc), 2)
+    policy = None
+    if transport is Transport.http:
+        try:
+            policy = HostPolicy.for_bind(
+                host,
+                [current.http_allowed_hosts, *(allowed_host or [])],
+                [current.http_allowed_origins, *(allowed_origin or [])],
+            )
+        except ValueError as exc:
+            fail(f"PGRECALL_HTTP_ALLOWED_HOSTS/ORIGINS or --allowed-host/--allowed-origin: {exc}", 2)
     signal.signal(signal.SIGTERM, _terminate_gracefully)
 
     def make_app() -> App:
@@ -134,7 +136,7 @@ def serve(
             "serving",
             extra={"fields": {"transport": transport.value, "auth": auth_base_url is not None}},
         )
-        if transport is Transport.stdio:
+        if policy is None:
             anyio.run(server.run_stdio_async)
         else:
             import uvicorn
