@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import secrets
 import subprocess
 import sys
 import urllib.error
@@ -91,3 +93,53 @@ async def test_tokens_map_to_owners_and_revocation_is_immediate(settings: Settin
         async with _client(url, bob_token) as client:
             assert (await call(client, "stats"))["owner"] == "bob"
         assert _pgrecall(env, "token", "revoke", token_id).returncode == 1
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "a" * 40,
+        "0123456789" * 4,
+        "000" + "123456789" * 4,
+        "abcdefgh" * 5,
+        "7" * 3 + "12345678" * 4,
+        "x7Kq-" + "9" * 30,
+    ],
+)
+def test_token_from_env_refuses_weak_tokens(settings: Settings, secret: str) -> None:
+    env = _env(settings) | {"DEPLOY_TOKEN": f"pgr_{secret}"}
+    result = _pgrecall(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "DEPLOY_TOKEN holds a weak token: it needs at least 128 bits" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert '"owner": "alice"' not in _pgrecall(env, "token", "list").stdout
+
+
+def test_token_from_env_accepts_random_tokens(settings: Settings) -> None:
+    env = _env(settings) | {"DEPLOY_TOKEN": "pgr_" + secrets.token_hex(16)}
+    result = _pgrecall(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")
+    assert result.returncode == 0, result.stderr
+    assert "registered" in result.stderr
+
+
+def _get(url: str, token: str | None = None) -> tuple[int, bytes]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as response:
+            return int(response.status), response.read()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.read()
+
+
+def test_metrics_need_the_token_and_healthz_says_only_ok(settings: Settings, tmp_path: Path) -> None:
+    env = _env(settings) | {"PGRECALL_AUTH_REQUIRED": "true"}
+    token = _pgrecall(env, "token", "create", "--owner", "alice").stdout.strip()
+    with running_http_server(env, tmp_path / "server.log") as base:
+        status, body = _get(f"{base}/metrics")
+        assert status == 401 and b"pgrecall_" not in body
+        assert _get(f"{base}/metrics", "pgr_wrong-token")[0] == 401
+        status, body = _get(f"{base}/metrics", token)
+        assert status == 200 and b"pgrecall_pending_vectors" in body
+        assert _get(f"{base}/healthz") == (200, b'{"status":"ok"}')
+        status, body = _get(f"{base}/healthz", token)
+        assert status == 200 and json.loads(body)["version"]

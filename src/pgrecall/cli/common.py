@@ -30,10 +30,14 @@ def settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        problems = "; ".join(
-            f"PGRECALL_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}" for err in exc.errors()
-        )
-        fail(f"invalid configuration: {problems}", 2)
+        for err in exc.errors():
+            variable = "PGRECALL_" + "_".join(str(p) for p in err["loc"]).upper()
+            # A validator's own ValueError reads better than pydantic's "Value error, …" wrapper.
+            cause = err.get("ctx", {}).get("error")
+            message = str(cause) if isinstance(cause, ValueError) else err["msg"]
+            message = message.removeprefix(f"{variable} ")
+            typer.echo(f"pgrecall: invalid configuration: {variable}: {message}", err=True)
+        raise typer.Exit(2) from None
 
 
 def echo_json(data: Any) -> None:

@@ -18,6 +18,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(value: str) -> str:
+    # A click Choice would print usage and a boxed error; one line names the allowed levels.
+    level = value.upper()
+    if level not in LOG_LEVELS:
+        fail(f"--log-level: {value!r} is not one of {', '.join(LOG_LEVELS)}", 2)
+    return level
+
 
 class Transport(StrEnum):
     """Transports `serve` offers."""
@@ -52,19 +62,44 @@ def serve(
     host: Annotated[str, typer.Option(help="HTTP bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="HTTP port.")] = 8765,
     log_level: Annotated[
-        str, typer.Option(help="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")
+        str, typer.Option(callback=_log_level, help="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")
     ] = "INFO",
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="HTTP: a Host header value to accept besides the bind address (repeatable; adds to "
+            "PGRECALL_HTTP_ALLOWED_HOSTS), e.g. the name clients use through a proxy."
+        ),
+    ] = None,
+    allowed_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="HTTP: a browser Origin (scheme://host[:port]) to accept (repeatable; adds to "
+            "PGRECALL_HTTP_ALLOWED_ORIGINS)."
+        ),
+    ] = None,
 ) -> None:
     """Run the MCP server. On stdio nothing but protocol is written to stdout."""
     import anyio
 
     from pgrecall.mcp.auth import is_loopback
+    from pgrecall.mcp.http_guard import HostPolicy, guarded_app, max_request_bytes
     from pgrecall.mcp.observability import configure_logging
     from pgrecall.mcp.runtime import Runtime
     from pgrecall.mcp.server import create_server
 
     configure_logging(log_level)
     current = settings()
+    policy = None
+    if transport is Transport.http:
+        try:
+            policy = HostPolicy.for_bind(
+                host,
+                [current.http_allowed_hosts, *(allowed_host or [])],
+                [current.http_allowed_origins, *(allowed_origin or [])],
+            )
+        except ValueError as exc:
+            fail(f"PGRECALL_HTTP_ALLOWED_HOSTS/ORIGINS or --allowed-host/--allowed-origin: {exc}", 2)
     signal.signal(signal.SIGTERM, _terminate_gracefully)
 
     def make_app() -> App:
@@ -101,12 +136,17 @@ def serve(
             "serving",
             extra={"fields": {"transport": transport.value, "auth": auth_base_url is not None}},
         )
-        if transport is Transport.stdio:
+        if policy is None:
             anyio.run(server.run_stdio_async)
         else:
             import uvicorn
 
-            asgi = server.streamable_http_app(host=host)
+            if policy.any_ip_literal and not policy.hosts:
+                log.warning(
+                    "wildcard bind: only IP addresses, loopback names and this machine's name are "
+                    "accepted as Host; set PGRECALL_HTTP_ALLOWED_HOSTS to the names clients use"
+                )
+            asgi = guarded_app(server, policy, max_request_bytes(current.max_text_chars))
             config = uvicorn.Config(asgi, host=host, port=port, log_level=log_level.lower(), log_config=None)
             uvicorn.Server(config).run()
     except KeyboardInterrupt:

@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+import math
 import os
+import string
 from typing import Annotated
 
 import typer
 
 from pgrecall.cli.common import echo_json, fail, open_app
+
+MIN_TOKEN_BITS = 128
+_CLASSES = (string.ascii_lowercase, string.ascii_uppercase, string.digits, "-_")
+STRENGTH_RULE = (
+    f"at least {MIN_TOKEN_BITS} bits estimated as length × log2(size of the character classes used: "
+    "a-z, A-Z, 0-9, -_), at least 8 distinct characters, and no 8-character stretch repeated"
+)
+
+
+def _strong(secret: str) -> bool:
+    """True when a token's secret part passes STRENGTH_RULE (a cheap guard against 'changeme…')."""
+    alphabet = sum(len(chars) for chars in _CLASSES if any(c in chars for c in secret))
+    if alphabet == 0 or len(secret) * math.log2(alphabet) < MIN_TOKEN_BITS or len(set(secret)) < 8:
+        return False
+    # "abcdabcd…", "1234567891234567…": some stretch of 8 comes back (random 32+ character
+    # secrets repeat one with a probability under one in a million).
+    windows = [secret[i : i + 8] for i in range(len(secret) - 7)]
+    return len(set(windows)) == len(windows)
+
 
 app = typer.Typer(help="Bearer tokens for `pgrecall serve --transport http` (only a hash is stored).")
 
@@ -39,6 +60,11 @@ def create(
             fail(
                 f"{from_env} must hold {TOKEN_PREFIX!r} followed by at least {MIN_TOKEN_SECRET_CHARS} "
                 "URL-safe characters"
+            )
+        if not _strong(token.removeprefix(TOKEN_PREFIX)):
+            fail(
+                f"{from_env} holds a weak token: it needs {STRENGTH_RULE}; "
+                "make one with: pgrecall token create"
             )
     else:
         token = new_token()

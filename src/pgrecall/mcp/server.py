@@ -70,18 +70,35 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
     register_entry_tools(server, runtime, current_owner)
     register_retrieval_tools(server, runtime, current_owner)
 
+    auth_on = auth_base_url is not None
+
+    def authenticated(request: Request) -> bool:
+        # The SDK's AuthenticationMiddleware runs for every route and sets the user from the token.
+        return not auth_on or bool(getattr(request.scope.get("user"), "is_authenticated", False))
+
     @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
     async def healthz(request: Request) -> Response:
+        # Open for load balancers even when tokens are required; without a valid token the answer
+        # is only the status code (no version, no error kind).
+        detailed = authenticated(request)
         try:
             if not runtime.is_open:
                 raise RuntimeError("the database is not open yet")
             await anyio.to_thread.run_sync(runtime.ping)
         except Exception as exc:
-            return JSONResponse({"status": "unavailable", "error": type(exc).__name__}, status_code=503)
-        return JSONResponse({"status": "ok", "version": __version__})
+            body = {"status": "unavailable"} | ({"error": type(exc).__name__} if detailed else {})
+            return JSONResponse(body, status_code=503)
+        return JSONResponse({"status": "ok"} | ({"version": __version__} if detailed else {}))
 
     @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
     async def metrics(request: Request) -> Response:
+        # Tool names, error kinds and volumes say who uses the store how: token holders only.
+        if not authenticated(request):
+            return JSONResponse(
+                {"error": "invalid_token", "error_description": "a bearer token is required"},
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
         return Response(runtime.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     return server
