@@ -22,6 +22,7 @@ import base64
 import json
 import os
 import re
+import sys
 import unicodedata
 import uuid
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from datetime import UTC, timedelta, timezone
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import psycopg
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -780,3 +782,132 @@ async def test_values_only_a_raw_client_can_send(
     assert not isinstance(caught.value, UnexpectedToolError), caught.value.__cause__
     assert re.search(rf"(?<![\w]){field}(?![\w])", str(caught.value)), str(caught.value)
     assert _snapshot(settings.database_url.get_secret_value()) == before
+
+
+# -- CPU cost of a rejection ---------------------------------------------------------------------
+#
+# A list over its limit must be refused for what it is (too long) before each item is looked at:
+# 40 000 tags once cost 18 s of CPU in an O(n²) de-duplication that ran before the count check.
+# Counted, not timed: Python-level profiler events (calls and C calls) during the whole MCP call,
+# in the event loop's thread (in-memory client and server share it) and in the worker thread each
+# run_blocking call uses. A rejection of a huge input may cost at most COST_FACTOR times the same
+# rejection of an input just over the limit.
+
+COST_FACTOR = 2
+_SHA = "sha256:" + "0" * 64
+
+
+def _hashes(n: int) -> list[str]:
+    # Distinct: repeats would be merged, and under the limit a merged list is accepted.
+    return [f"sha256:{i:064x}" for i in range(n)]
+
+
+def _tags(n: int) -> list[str]:
+    return [f"tag {i}" for i in range(n)]
+
+
+def _wide(n: int) -> dict[str, Any]:
+    return {"k": [0] * n}
+
+
+# (tool, arguments shared by both calls, the field, its value just over the limit, a huge one)
+COSTLY: list[tuple[str, dict[str, Any], str, Any, Any]] = [
+    ("add_entry", {"text": "cost probe"}, "tags", _tags(65), _tags(40_000)),
+    ("update_entry", {"id": "<id1>"}, "tags", _tags(65), _tags(40_000)),
+    ("list_entries", {}, "tags_all", _tags(65), _tags(40_000)),
+    ("list_entries", {}, "tags_any", _tags(65), _tags(40_000)),
+    ("search", {"query": "pods"}, "tags_all", _tags(65), _tags(40_000)),
+    ("build_context", {"query": "pods"}, "tags_any", _tags(65), _tags(40_000)),
+    ("build_context", {"query": "pods"}, "sections", _tags(9), _tags(10_000)),
+    ("search", {"query": "pods"}, "pinned_hashes", _hashes(51), _hashes(100_000)),
+    ("build_context", {"query": "pods"}, "pinned_hashes", _hashes(51), _hashes(100_000)),
+    (
+        "verify_citations",
+        {},
+        "citations",
+        [{"content_hash": _SHA}] * 101,
+        [{"content_hash": _SHA}] * 100_000,
+    ),
+    # 22 000 zeros are 66 KB of JSON (just over 64 KiB); a million are 3 MB.
+    ("add_entry", {"text": "cost probe"}, "metadata", _wide(22_000), _wide(1_000_000)),
+    ("add_entry", {"text": "cost probe"}, "metadata", _nested(11), _nested(250, lists=True)),
+]
+
+
+class _Profile:
+    """Counts profiler events of every thread that installs it (sys.setprofile is per thread)."""
+
+    def __init__(self) -> None:
+        self.events = 0
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        self.events += 1
+
+
+async def rejection_cost(
+    client: Client, tool: str, args: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, str]:
+    """Profiler events of one rejected call (the loop's thread and its worker threads), and the error."""
+    profile = _Profile()
+    original = anyio.to_thread.run_sync
+
+    async def run_sync(func: Any, *args: Any, **kwargs: Any) -> Any:
+        def profiled(*inner: Any) -> Any:
+            sys.setprofile(profile)
+            try:
+                return func(*inner)
+            finally:
+                sys.setprofile(None)
+
+        return await original(profiled, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(anyio.to_thread, "run_sync", run_sync)
+        sys.setprofile(profile)
+        try:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                result = await client.call_tool(tool, args)
+        finally:
+            sys.setprofile(None)
+    assert result.is_error, f"{tool} accepted {_show(args)}"
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert isinstance(text, str)
+    return profile.events, text
+
+
+async def test_the_profiler_sees_service_code_in_worker_threads(
+    client: Client, seeded: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The counter must see validation that runs in run_blocking's thread: an unknown id is refused
+    # there (by the store), after a database round trip — hundreds of Python calls at least.
+    cheap, _ = await rejection_cost(client, "get_entry", {"id": "not a uuid"}, monkeypatch)
+    costly, text = await rejection_cost(client, "get_entry", {"id": str(uuid.UUID(int=1))}, monkeypatch)
+    assert "no " in text
+    assert costly > cheap + 100, (cheap, costly)
+
+
+@pytest.mark.parametrize(
+    ("tool", "base", "field", "small", "huge"),
+    COSTLY,
+    ids=[f"{tool}-{field}-{i}" for i, (tool, _, field, _, _) in enumerate(COSTLY)],
+)
+async def test_rejecting_a_huge_input_costs_no_more_than_a_small_one(
+    tool: str,
+    base: dict[str, Any],
+    field: str,
+    small: Any,
+    huge: Any,
+    client: Client,
+    seeded: dict[str, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    args = _resolve(base, seeded)
+    # Once unmeasured: first-call work (imports, caches, prepared statements) is not the input's.
+    await rejection_cost(client, tool, {**args, field: small}, monkeypatch)
+    small_cost, small_text = await rejection_cost(client, tool, {**args, field: small}, monkeypatch)
+    huge_cost, huge_text = await rejection_cost(client, tool, {**args, field: huge}, monkeypatch)
+    for text in (small_text, huge_text):
+        assert _field_of(text) == field, text[:300]
+    assert huge_cost <= COST_FACTOR * small_cost, (
+        f"{tool}.{field}: {huge_cost} profiler events for the huge input, {small_cost} just over the limit"
+    )
