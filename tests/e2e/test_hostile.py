@@ -22,6 +22,7 @@ import base64
 import json
 import os
 import re
+import sys
 import unicodedata
 import uuid
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from datetime import UTC, timedelta, timezone
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import psycopg
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -60,6 +62,8 @@ TOOLS = {
 # Moderate by default so the file runs in a couple of minutes; raise it to hunt harder.
 EXAMPLES = int(os.environ.get("PGRECALL_HOSTILE_EXAMPLES", "60"))
 CALL_TIMEOUT_S = 60  # "does not hang", not a performance threshold
+# A rejection may cost this many times the profiler events of rejecting an unknown id (see checker).
+REJECTION_FACTOR = 5
 _KIND_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 
 # -- value pools -------------------------------------------------------------------------------
@@ -132,6 +136,8 @@ REGCONFIG_NAMES = [
     "e\u0301n",
     "de" * 1000,
 ]
+# Far over the list limits (64 tags): refusing them must cost no more than refusing 65.
+HUGE_TAGS = [f"tag {i}" for i in range(40_000)]
 HUGE_INTS = [0, -1, -(2**31), 2**31 - 1, 2**31, 2**63 - 1, 2**63, 2**64, 10**100, -(10**100)]
 FLOATS_ODD = [float("nan"), float("inf"), float("-inf"), -0.0, 1e308, -1e308, 5e-324, 0.5, 20.0, 5.5]
 DATES = [
@@ -243,6 +249,7 @@ METADATA_BAD = st.one_of(
             _nested(199),
             _nested(250, lists=True),
             {"blob": "x" * 70_000},
+            {"wide": [0] * 1_000_000},
             {"k\x00": 1},
             {"v": "a\x00b"},
             {"x": float("inf")},
@@ -254,7 +261,9 @@ METADATA_BAD = st.one_of(
 )
 TAGS_OK = st.lists(SHORT_VALID, max_size=5)
 TAGS_BAD = st.one_of(
-    st.sampled_from([["a"] * 200, [f"t{i}" for i in range(65)], ["x" * 101], ["ok", " "], ["a\x00"], "tag"]),
+    st.sampled_from(
+        [["a"] * 200, [f"t{i}" for i in range(65)], HUGE_TAGS, ["x" * 101], ["ok", " "], ["a\x00"], "tag"]
+    ),
     st.lists(st.one_of(ANY_TEXT, WRONG), min_size=1, max_size=4),
     WRONG,
 )
@@ -349,14 +358,24 @@ PINS: Param = (
         st.lists(st.one_of(HASH_OK, HASH_BAD), min_size=1, max_size=4).filter(
             lambda hs: any(not str(h).startswith(("<", "sha256:")) for h in hs)
         ),
-        st.just([f"sha256:{i:064x}" for i in range(51)]),
+        st.sampled_from([[f"sha256:{i:064x}" for i in range(n)] for n in (51, 100_000)]),
         WRONG,
     ),
 )
 SECTIONS: Param = (
     st.lists(SHORT_VALID, max_size=4),
     st.one_of(
-        st.sampled_from([[f"s{i}" for i in range(9)], ["x" * 201], ["a\x00"], ["", " "], "intro"]), WRONG
+        st.sampled_from(
+            [
+                [f"s{i}" for i in range(9)],
+                [f"s{i}" for i in range(10_000)],
+                ["x" * 201],
+                ["a\x00"],
+                ["", " "],
+                "intro",
+            ]
+        ),
+        WRONG,
     ),
 )
 CITATION = st.fixed_dictionaries({"content_hash": HASH_OK}, optional={"id": ID_OK, "label": SHORT_VALID})
@@ -374,7 +393,7 @@ CITATIONS: Param = (
             min_size=1,
             max_size=3,
         ),
-        st.just([{"content_hash": "<hash0>"}] * 101),
+        st.sampled_from([[{"content_hash": "<hash0>"}] * n for n in (101, 100_000)]),
         WRONG,
     ),
 )
@@ -569,20 +588,68 @@ def assert_no_vectors(value: Any) -> None:
             assert not all(isinstance(x, float) for x in node), "a vector-like float list in a result"
 
 
+class CallCost:
+    """Counts Python profiler events (calls, C calls) of one MCP call, server side included.
+
+    The in-memory client and server share the event loop's thread; service code runs in the
+    worker threads of anyio.to_thread.run_sync (run_blocking), which is patched to profile
+    them too. sys.setprofile is per thread: nothing else is counted.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.events = 0
+        self._on = False
+        self.worker_threads = True  # off only to show that they are counted
+        original = anyio.to_thread.run_sync
+
+        async def run_sync(func: Any, *args: Any, **kwargs: Any) -> Any:
+            if not (self._on and self.worker_threads):
+                return await original(func, *args, **kwargs)
+
+            def profiled(*inner: Any) -> Any:
+                sys.setprofile(self._count)
+                try:
+                    return func(*inner)
+                finally:
+                    sys.setprofile(None)
+
+            return await original(profiled, *args, **kwargs)
+
+        monkeypatch.setattr(anyio.to_thread, "run_sync", run_sync)
+
+    def _count(self, frame: Any, event: str, arg: Any) -> None:
+        self.events += 1
+
+    async def call(self, client: Client, tool: str, args: dict[str, Any]) -> tuple[int, Any]:
+        """(profiler events, result) of one tool call."""
+        self.events, self._on = 0, True
+        sys.setprofile(self._count)
+        try:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                result = await client.call_tool(tool, args)
+        finally:
+            sys.setprofile(None)
+            self._on = False
+        return self.events, result
+
+
 class Checker:
     """Calls a tool and checks the invariants of the module docstring."""
 
-    def __init__(self, client: Client, url: str, params: dict[str, set[str]]) -> None:
+    def __init__(
+        self, client: Client, url: str, params: dict[str, set[str]], meter: CallCost, budget: int
+    ) -> None:
         self.client = client
         self.url = url
         self.params = params
+        self.meter = meter
+        self.budget = budget  # profiler events a rejection may cost
         self.calls = 0
         self.rejected = 0
 
     async def __call__(self, tool: str, args: dict[str, Any]) -> tuple[bool, str | dict[str, Any]]:
         before = _snapshot(self.url)
-        with anyio.fail_after(CALL_TIMEOUT_S):
-            result = await self.client.call_tool(tool, args)
+        cost, result = await self.meter.call(self.client, tool, args)
         self.calls += 1
         if result.is_error:
             self.rejected += 1
@@ -593,6 +660,9 @@ class Checker:
             assert field, f"rejection does not name a field: {text[:300]!r} for {tool}({_show(args)})"
             assert field in self.params[tool], f"{text[:300]!r}: {field!r} is not a parameter of {tool}"
             assert _snapshot(self.url) == before, f"rejected {tool}({_show(args)}) changed the store: {text}"
+            assert cost <= self.budget, (
+                f"rejecting {tool}({_show(args)}) cost {cost} profiler events; the budget is {self.budget}"
+            )
             return False, text
         data = result.structured_content
         assert data is not None, result.content
@@ -652,11 +722,23 @@ async def seeded(client: Client) -> dict[str, list[str]]:
 
 
 @pytest.fixture
-async def checker(client: Client, settings: Settings) -> Checker:
+def meter(monkeypatch: pytest.MonkeyPatch) -> CallCost:
+    return CallCost(monkeypatch)
+
+
+@pytest.fixture
+async def checker(client: Client, settings: Settings, meter: CallCost) -> Checker:
     tools = (await client.list_tools()).tools
     params = {t.name: set(t.input_schema.get("properties", {})) for t in tools}
     assert settings.database_url is not None
-    return Checker(client, settings.database_url.get_secret_value(), params)
+    # What a rejection may cost: a small multiple of one that needs a database round trip (an
+    # unknown id). Twice, and the second counted: first-call work (imports, caches) is not the input's.
+    for _ in range(2):
+        reference, result = await meter.call(client, "get_entry", {"id": str(uuid.UUID(int=1))})
+        assert result.is_error
+    return Checker(
+        client, settings.database_url.get_secret_value(), params, meter, REJECTION_FACTOR * reference
+    )
 
 
 # -- tests ---------------------------------------------------------------------------------------
@@ -780,3 +862,100 @@ async def test_values_only_a_raw_client_can_send(
     assert not isinstance(caught.value, UnexpectedToolError), caught.value.__cause__
     assert re.search(rf"(?<![\w]){field}(?![\w])", str(caught.value)), str(caught.value)
     assert _snapshot(settings.database_url.get_secret_value()) == before
+
+
+# -- CPU cost of a rejection ---------------------------------------------------------------------
+#
+# A list over its limit must be refused for what it is (too long) before each item is looked at:
+# 40 000 tags once cost 18 s of CPU in an O(n²) de-duplication that ran before the count check.
+# Counted, not timed: Python-level profiler events (calls and C calls) during the whole MCP call,
+# in the event loop's thread (in-memory client and server share it) and in the worker thread each
+# run_blocking call uses. A rejection of a huge input may cost at most COST_FACTOR times the same
+# rejection of an input just over the limit.
+
+COST_FACTOR = 2
+_SHA = "sha256:" + "0" * 64
+
+
+def _hashes(n: int) -> list[str]:
+    # Distinct: repeats would be merged, and under the limit a merged list is accepted.
+    return [f"sha256:{i:064x}" for i in range(n)]
+
+
+def _tags(n: int) -> list[str]:
+    return [f"tag {i}" for i in range(n)]
+
+
+def _wide(n: int) -> dict[str, Any]:
+    return {"k": [0] * n}
+
+
+# (tool, arguments shared by both calls, the field, its value just over the limit, a huge one)
+COSTLY: list[tuple[str, dict[str, Any], str, Any, Any]] = [
+    ("add_entry", {"text": "cost probe"}, "tags", _tags(65), _tags(40_000)),
+    ("update_entry", {"id": "<id1>"}, "tags", _tags(65), _tags(40_000)),
+    ("list_entries", {}, "tags_all", _tags(65), _tags(40_000)),
+    ("list_entries", {}, "tags_any", _tags(65), _tags(40_000)),
+    ("search", {"query": "pods"}, "tags_all", _tags(65), _tags(40_000)),
+    ("build_context", {"query": "pods"}, "tags_any", _tags(65), _tags(40_000)),
+    ("build_context", {"query": "pods"}, "sections", _tags(9), _tags(10_000)),
+    ("search", {"query": "pods"}, "pinned_hashes", _hashes(51), _hashes(100_000)),
+    ("build_context", {"query": "pods"}, "pinned_hashes", _hashes(51), _hashes(100_000)),
+    (
+        "verify_citations",
+        {},
+        "citations",
+        [{"content_hash": _SHA}] * 101,
+        [{"content_hash": _SHA}] * 100_000,
+    ),
+    # 22 000 zeros are 66 KB of JSON (just over 64 KiB); a million are 3 MB.
+    ("add_entry", {"text": "cost probe"}, "metadata", _wide(22_000), _wide(1_000_000)),
+    ("add_entry", {"text": "cost probe"}, "metadata", _nested(11), _nested(250, lists=True)),
+]
+
+
+async def rejection_cost(meter: CallCost, client: Client, tool: str, args: dict[str, Any]) -> tuple[int, str]:
+    """Profiler events of one call that must be rejected, and its error text."""
+    events, result = await meter.call(client, tool, args)
+    assert result.is_error, f"{tool} accepted {_show(args)}"
+    text = result.content[0].text
+    assert isinstance(text, str)
+    return events, text
+
+
+async def test_the_profiler_sees_service_code_in_worker_threads(client: Client, meter: CallCost) -> None:
+    # Metadata of 22 000 values (66 KB of JSON) passes the SDK and is walked by check_metadata in
+    # run_blocking's worker thread: an event per value at least, seen only when that thread is counted.
+    args = {"text": "probe", "metadata": {"k": [0] * 22_000}}
+    await rejection_cost(meter, client, "add_entry", args)
+    seen, _ = await rejection_cost(meter, client, "add_entry", args)
+    meter.worker_threads = False
+    unseen, _ = await rejection_cost(meter, client, "add_entry", args)
+    assert seen > unseen + 20_000, (seen, unseen)
+
+
+@pytest.mark.parametrize(
+    ("tool", "base", "field", "small", "huge"),
+    COSTLY,
+    ids=[f"{tool}-{field}-{i}" for i, (tool, _, field, _, _) in enumerate(COSTLY)],
+)
+async def test_rejecting_a_huge_input_costs_no_more_than_a_small_one(
+    tool: str,
+    base: dict[str, Any],
+    field: str,
+    small: Any,
+    huge: Any,
+    client: Client,
+    seeded: dict[str, list[str]],
+    meter: CallCost,
+) -> None:
+    args = _resolve(base, seeded)
+    # Once unmeasured: first-call work (imports, caches, prepared statements) is not the input's.
+    await rejection_cost(meter, client, tool, {**args, field: small})
+    small_cost, small_text = await rejection_cost(meter, client, tool, {**args, field: small})
+    huge_cost, huge_text = await rejection_cost(meter, client, tool, {**args, field: huge})
+    for text in (small_text, huge_text):
+        assert _field_of(text) == field, text[:300]
+    assert huge_cost <= COST_FACTOR * small_cost, (
+        f"{tool}.{field}: {huge_cost} profiler events for the huge input, {small_cost} just over the limit"
+    )

@@ -136,10 +136,10 @@ def _stored(app: App, text: str, **kwargs: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("policy", "version", "expected_text", "expected_version", "counts"),
     [
-        ("newer", 1, "stored text, edited", 2, (0, 0, 1)),  # the store's version 2 wins
-        ("newer", 3, "the file's text", 3, (1, 0, 0)),
-        ("skip", 3, "stored text, edited", 2, (0, 0, 1)),
-        ("overwrite", 1, "the file's text", 1, (1, 0, 0)),
+        ("newer", 1, "stored text, edited", 2, (0, 0, 0, 1)),  # the store's version 2 wins
+        ("newer", 3, "the file's text", 3, (1, 0, 0, 0)),
+        ("skip", 3, "stored text, edited", 2, (0, 0, 1, 0)),
+        ("overwrite", 1, "the file's text", 1, (1, 0, 0, 0)),
     ],
 )
 def test_conflict_policies(
@@ -149,7 +149,7 @@ def test_conflict_policies(
     version: int,
     expected_text: str,
     expected_version: int,
-    counts: tuple[int, int, int],
+    counts: tuple[int, int, int, int],
 ) -> None:
     line = _stored(app, "stored text")
     ident = uuid.UUID(line["id"])
@@ -157,7 +157,7 @@ def test_conflict_policies(
     assert app.store.set_embedding(OWNER, ident, content_hash("stored text, edited"), [0.1] * 384, "m")
     changed = {**line, "text": "the file's text", "version": version}
     report = _import(app, _write(tmp_path, [json.dumps(changed)]), on_conflict=policy)
-    assert (report.updated, report.unchanged, report.kept) == counts
+    assert (report.updated, report.unchanged, report.kept, report.skipped_not_newer) == counts
     entry = app.entries.get(OWNER, ident)
     assert (entry.body, entry.version) == (expected_text, expected_version)
     # A vector survives only while the text it was made from does.
@@ -191,9 +191,13 @@ def test_hand_written_lines_get_defaults_and_stay_idempotent(app: App, tmp_path:
     again = _import(app, path)
     assert (again.inserted, again.updated, again.unchanged) == (0, 0, 1)
     assert app.entries.get(OWNER, ident).updated_at == entry.updated_at
-    # An edit of a line without version is applied as a new version of the stored entry.
+    # An edit of a line without version or updated_at proves nothing: under the default policy it
+    # is skipped; --on-conflict overwrite applies it as a new version of the stored entry.
     edited = _write(tmp_path, [json.dumps({"id": ident, "text": text + " Wirklich.", "language": "de"})])
-    assert _import(app, edited).updated == 1
+    skipped = _import(app, edited)
+    assert (skipped.updated, skipped.skipped_not_newer) == (0, 1)
+    assert app.entries.get(OWNER, ident) == entry
+    assert _import(app, edited, on_conflict="overwrite").updated == 1
     after = app.entries.get(OWNER, ident)
     assert after.version == 2 and after.created_at == entry.created_at and after.updated_at > entry.updated_at
 
@@ -204,3 +208,76 @@ def test_iso_codes_and_regconfig_names_are_both_accepted(app: App, tmp_path: Pat
     assert report.inserted == 2 and report.errors == []
     languages = {e.body: e.language for e in app.entries.list(OWNER, EntryFilters(), limit=10).entries}
     assert languages == {"english by code": "english", "french by config name": "french"}
+
+
+def _snapshot(app: App, ident: uuid.UUID) -> tuple[Any, ...]:
+    entry = app.entries.get(OWNER, ident)
+    return (
+        entry.title,
+        entry.tags,
+        entry.kind,
+        entry.source,
+        entry.body,
+        entry.metadata,
+        entry.language,
+        entry.version,
+        entry.content_hash,
+        entry.created_at,
+        entry.updated_at,
+    )
+
+
+def test_a_bare_line_never_overwrites_under_newer(app: App, tmp_path: Path) -> None:
+    stored = app.entries.add(
+        OWNER,
+        text="The quarterly plan, agreed with the team.",
+        title="Q3 plan",
+        tags=["plan", "team"],
+        kind="decision",
+        language="en",
+    ).entry
+    before = _snapshot(app, stored.id)
+    bare = _write(tmp_path, [json.dumps({"id": str(stored.id), "text": "ok"})])
+    report = _import(app, bare)
+    assert _snapshot(app, stored.id) == before
+    assert (report.inserted, report.updated, report.unchanged, report.kept) == (0, 0, 0, 0)
+    assert report.skipped_not_newer == 1
+    assert report.skipped_not_newer_first == [(1, str(stored.id))]
+    # Nor an older version, nor the same version with no (or an earlier) updated_at.
+    older = stored.updated_at.replace(year=stored.updated_at.year - 1).isoformat()
+    lines = [
+        json.dumps({"id": str(stored.id), "text": "ok", "version": 1}),
+        json.dumps({"id": str(stored.id), "text": "ok", "updated_at": older}),
+        json.dumps({"id": str(stored.id), "text": "ok", "version": 1, "updated_at": older}),
+    ]
+    for line in lines:
+        assert _import(app, _write(tmp_path, [line])).skipped_not_newer == 1
+        assert _snapshot(app, stored.id) == before
+
+
+def test_a_later_updated_at_without_a_version_wins(app: App, tmp_path: Path) -> None:
+    stored = app.entries.add(OWNER, text="draft wording", title="t", tags=["x"], language="en").entry
+    later = stored.updated_at.replace(year=stored.updated_at.year + 1)
+    line = {"id": str(stored.id), "text": "final wording", "updated_at": later.isoformat()}
+    report = _import(app, _write(tmp_path, [json.dumps(line)]))
+    assert (report.updated, report.skipped_not_newer) == (1, 0)
+    after = app.entries.get(OWNER, stored.id)
+    assert (after.body, after.version, after.updated_at) == ("final wording", 2, later)
+
+
+def test_the_summary_names_the_first_skipped_lines(app: App, settings: Settings, tmp_path: Path) -> None:
+    stored = [app.entries.add(OWNER, text=f"stored note {i}", language="en").entry for i in range(7)]
+    fresh = str(uuid.uuid4())
+    lines = [_line("a new note", id=fresh)] + [json.dumps({"id": str(e.id), "text": "ok"}) for e in stored]
+    path = _write(tmp_path, lines)
+    assert settings.database_url is not None
+    env = {"PGRECALL_DATABASE_URL": settings.database_url.get_secret_value(), "PGRECALL_HOME": str(tmp_path)}
+    result = CliRunner().invoke(cli_app, ["import", str(path)], env=env)
+    assert result.exit_code == 0, result.output
+    assert "1 inserted, 0 updated, 0 unchanged, 0 kept" in result.stdout
+    first = ", ".join(f"line {n} id {e.id}" for n, e in enumerate(stored[:5], start=2))
+    assert (
+        f"7 skipped_not_newer (no higher version or later updated_at than the stored entry: {first}, …)"
+        in (result.stdout)
+    )
+    assert [app.entries.get(OWNER, e.id).body for e in stored] == [f"stored note {i}" for i in range(7)]

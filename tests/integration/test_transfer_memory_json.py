@@ -104,8 +104,13 @@ def test_a_grown_graph_updates_only_what_changed(app: App, tmp_path: Path) -> No
     lines[0] = json.dumps(john)
     lines.append(json.dumps({"type": "entity", "name": "Lisbon", "entityType": "city", "observations": []}))
     grown.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # Nothing in memory.json proves an entity newer than its entry (which may have been edited
+    # in pgrecall since): under the default policy the changed one is skipped, and said so.
     report = _import(app, grown)
-    assert (report.inserted, report.updated, report.unchanged) == (1, 1, 5)
+    assert (report.inserted, report.updated, report.unchanged, report.skipped_not_newer) == (1, 0, 5, 1)
+    assert _entries(app)["John_Smith"] == before["John_Smith"]
+    report = _import(app, grown, on_conflict="overwrite")
+    assert (report.inserted, report.updated, report.unchanged) == (0, 1, 6)
     after = _entries(app)
     assert after["John_Smith"].version == 2 and after["John_Smith"].body.endswith("Moved to Lisbon in 2025")
     assert after["John_Smith"].created_at == before["John_Smith"].created_at

@@ -108,6 +108,16 @@ def export(
     typer.echo(f"exported {written} entries to {file}", err=file == "-")
 
 
+def _not_newer(report: ImportReport) -> str:
+    # The lines --on-conflict newer refused to apply, named so they can be found and forced.
+    part = f"{report.skipped_not_newer} skipped_not_newer"
+    if not report.skipped_not_newer:
+        return part
+    first = ", ".join(f"line {line} id {ident}" for line, ident in report.skipped_not_newer_first)
+    more = ", …" if report.skipped_not_newer > len(report.skipped_not_newer_first) else ""
+    return f"{part} (no higher version or later updated_at than the stored entry: {first}{more})"
+
+
 def _summary(file: Path, report: ImportReport, noun: str) -> str:
     if report.rolled_back:
         return f"{file}: {report.lines} {noun}, {len(report.errors)} bad: nothing imported (--atomic)"
@@ -116,6 +126,7 @@ def _summary(file: Path, report: ImportReport, noun: str) -> str:
         f"{report.updated} updated",
         f"{report.unchanged} unchanged",
         f"{report.kept} kept (stored entry wins under --on-conflict)",
+        _not_newer(report),
     ]
     if report.other_owner:
         parts.append(f"{report.other_owner} of other owners skipped")
@@ -140,8 +151,9 @@ def import_(
         OnConflict,
         typer.Option(
             "--on-conflict",
-            help="An id that exists with other content: newer = higher version (then later updated_at) "
-            "wins; skip = keep the stored entry; overwrite = the file wins.",
+            help="An id that exists with other content: newer = the line wins only with a higher version "
+            "(then a later updated_at; a line with neither never wins, it is counted as "
+            "skipped_not_newer); skip = keep the stored entry; overwrite = the file wins.",
         ),
     ] = OnConflict.newer,
     atomic: Annotated[bool, typer.Option("--atomic", help="Import nothing if any line is bad.")] = False,

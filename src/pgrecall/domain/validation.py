@@ -35,6 +35,9 @@ MAX_TAGS = 64
 MAX_TAG_CHARS = 100
 MAX_METADATA_BYTES = 65_536
 MAX_METADATA_DEPTH = 10
+# Each value past the first takes at least two bytes of JSON ("[0]", "0, "), so a document with
+# more values than this is over MAX_METADATA_BYTES whatever it holds.
+MAX_METADATA_NODES = MAX_METADATA_BYTES // 2 + 1
 # PostgreSQL `integer`: a larger expected_version could never match and overflows the cast.
 MAX_VERSION = 2**31 - 1
 # list_entries cursors are ~100 characters; anything far longer is not one of ours, and
@@ -96,13 +99,29 @@ def check_kind(value: str | None, default: str = "note") -> str:
     return value
 
 
+def _check_count(values: object, field: str, limit: int, noun: str) -> int:
+    """The number of items sent, refused over `limit` before any item is looked at.
+
+    Counted as sent, not after removing repeats: repeats can only shrink a list, and a list of
+    40 000 items must cost its length, not 40 000 normalisations (or 40 000² comparisons).
+    """
+    try:
+        count = len(values)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidInputError(field, f"must be a list of {noun}") from None
+    if count > limit:
+        raise InvalidInputError(field, f"{count} {noun}; the limit is {limit}")
+    return count
+
+
 def check_tags(values: Sequence[str] | None, field: str = "tags") -> list[str]:
-    """Tags trimmed, de-duplicated in order; each 1-100 characters, at most 64."""
+    """Tags trimmed, de-duplicated in order; each 1-100 characters, at most 64 as sent."""
     if values is None:
         return []
     if isinstance(values, str):
         raise InvalidInputError(field, "must be a list of strings, not a string")
-    out: list[str] = []
+    _check_count(values, field, MAX_TAGS, "tags")
+    out: dict[str, None] = {}
     for raw in values:
         if not isinstance(raw, str):
             raise InvalidInputError(field, "every tag must be a string")
@@ -112,29 +131,31 @@ def check_tags(values: Sequence[str] | None, field: str = "tags") -> list[str]:
             raise InvalidInputError(field, "tags must not be empty")
         if len(tag) > MAX_TAG_CHARS:
             raise InvalidInputError(field, f"a tag is {len(tag)} characters; the limit is {MAX_TAG_CHARS}")
-        if tag not in out:
-            out.append(tag)
-    if len(out) > MAX_TAGS:
-        raise InvalidInputError(field, f"{len(out)} tags; the limit is {MAX_TAGS}")
-    return out
+        out.setdefault(tag, None)
+    return list(out)
 
 
-def _too_deep(value: Any, limit: int) -> bool:
-    """True when containers nest deeper than `limit` levels (a scalar is level 1).
+def _shape_error(value: Any) -> str | None:
+    """Why a metadata value is refused before it is encoded: too deep, or too many values.
 
-    Iterative, and it stops descending past the limit: a hostile document thousands of
-    levels deep must be refused, not overflow the Python stack.
+    Iterative, and it never descends past the depth limit nor pushes more than
+    MAX_METADATA_NODES values: a hostile document thousands of levels deep must be refused,
+    not overflow the Python stack, and one with a million values must not be walked whole.
     """
     stack: list[tuple[Any, int]] = [(value, 1)]
+    nodes = 1
     while stack:
         node, level = stack.pop()
-        if level > limit:
-            return True
-        if isinstance(node, dict):
-            stack.extend((v, level + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, level + 1) for v in node)
-    return False
+        if level > MAX_METADATA_DEPTH:
+            return f"is nested deeper than {MAX_METADATA_DEPTH} levels"
+        if isinstance(node, (dict, list)):
+            # Counted before they are pushed, by len(): the cap holds before any child is touched.
+            nodes += len(node)
+            if nodes > MAX_METADATA_NODES:
+                return f"has more than {MAX_METADATA_NODES} values, over {MAX_METADATA_BYTES} bytes as JSON"
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((v, level + 1) for v in children)
+    return None
 
 
 def check_metadata(value: dict[str, Any] | None) -> dict[str, Any]:
@@ -143,8 +164,9 @@ def check_metadata(value: dict[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInputError("metadata", "must be a JSON object")
-    if _too_deep(value, MAX_METADATA_DEPTH):
-        raise InvalidInputError("metadata", f"is nested deeper than {MAX_METADATA_DEPTH} levels")
+    shape = _shape_error(value)
+    if shape is not None:
+        raise InvalidInputError("metadata", shape)
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -317,18 +339,26 @@ def check_budget(value: int) -> int:
 
 
 def check_sections(sections: Sequence[str] | None) -> list[str] | None:
-    """Section names whitespace-folded and de-duplicated: each 1-200 characters, at most MAX_SECTIONS."""
+    """Section names whitespace-folded, de-duplicated: each 1-200 characters, ≤ MAX_SECTIONS as sent."""
     if not sections:
         return None
     if isinstance(sections, str):
         raise InvalidInputError("sections", "must be a list of section names")
-    clean: list[str] = []
+    _check_count(sections, "sections", MAX_SECTIONS, "section names")
+    clean: dict[str, None] = {}
     for name in sections:
         text = " ".join(str(name).split())
         if not text or len(text) > MAX_SECTION_CHARS or "\x00" in text:
             raise InvalidInputError("sections", f"each section name must be 1-{MAX_SECTION_CHARS} characters")
-        if text not in clean:
-            clean.append(text)
-    if len(clean) > MAX_SECTIONS:
-        raise InvalidInputError("sections", f"at most {MAX_SECTIONS}, got {len(clean)}")
-    return clean
+        clean.setdefault(text, None)
+    return list(clean)
+
+
+def check_pins(values: Sequence[str] | None) -> list[str]:
+    """Pinned hashes checked and de-duplicated in order; at most MAX_PINS as sent."""
+    if not values:
+        return []
+    if isinstance(values, str):
+        raise InvalidInputError("pinned_hashes", "must be a list of content hashes")
+    _check_count(values, "pinned_hashes", MAX_PINS, "pinned hashes")
+    return list(dict.fromkeys(check_hash(value, "pinned_hashes") for value in values))

@@ -1,4 +1,9 @@
-"""In-memory LRU cache for query embeddings (queries repeat; passages are embedded once)."""
+"""In-memory LRU cache for query embeddings (queries repeat; passages are embedded once).
+
+Keyed by owner: a vector cached for one owner's query never serves another owner's. Shared
+across owners, a hit (microseconds instead of a model call) would tell one owner that another
+searched that exact text.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from collections.abc import Sequence
 from pgrecall.embeddings.base import Embedder, check_texts
 
 DEFAULT_CACHE_ENTRIES = 1024
+ANONYMOUS = ""
 
 
 class CachedQueryEmbedder:
@@ -19,8 +25,8 @@ class CachedQueryEmbedder:
             raise ValueError("max_entries must be at least 1")
         self._inner = inner
         self._max = max_entries
-        # Keyed by model too, so a cache can never serve vectors of another model.
-        self._entries: OrderedDict[tuple[str, str], tuple[float, ...]] = OrderedDict()
+        # Keyed by (owner, model, text): never another owner's vector, never another model's.
+        self._entries: OrderedDict[tuple[str, str, str], tuple[float, ...]] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -70,15 +76,23 @@ class CachedQueryEmbedder:
             self._entries.clear()
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        """Query vectors, from the cache where present; misses go to the provider in one call."""
+        """Query vectors cached under no owner (benchmarks, tools); searches use embed_owner_queries.
+
+        Owner names start with a letter or digit, so the empty owner is no real owner's space.
+        """
+        return self.embed_owner_queries(ANONYMOUS, texts)
+
+    def embed_owner_queries(self, owner: str, texts: Sequence[str]) -> list[list[float]]:
+        """Query vectors for `owner`, from the cache where this owner has them; misses in one call."""
         items = check_texts(texts)
         model = self._inner.model
         found: dict[str, tuple[float, ...]] = {}
         with self._lock:
             for text in items:
-                vec = self._entries.get((model, text))
+                key = (owner, model, text)
+                vec = self._entries.get(key)
                 if vec is not None:
-                    self._entries.move_to_end((model, text))
+                    self._entries.move_to_end(key)
                     found[text] = vec
             self.hits += sum(1 for text in items if text in found)
         missing = list(dict.fromkeys(text for text in items if text not in found))
@@ -90,8 +104,8 @@ class CachedQueryEmbedder:
                 for text, vector in zip(missing, fresh, strict=True):
                     vec = tuple(vector)
                     found[text] = vec
-                    self._entries[(model, text)] = vec
-                    self._entries.move_to_end((model, text))
+                    self._entries[(owner, model, text)] = vec
+                    self._entries.move_to_end((owner, model, text))
                 while len(self._entries) > self._max:
                     self._entries.popitem(last=False)
         # Fresh lists each time: callers may mutate what they get back.

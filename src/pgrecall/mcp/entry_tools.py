@@ -94,7 +94,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
         id: Annotated[str, Field(description="Id of the entry to change (UUID).")],
         text: Annotated[str | None, Field(description="New full text; omit to keep it.")] = None,
         title: Annotated[str | None, Field(description='New title; omit to keep it, "" to clear it.')] = None,
-        tags: Annotated[list[str] | None, Field(description="Replaces all tags; omit to keep them.")] = None,
+        tags: p.ReplacementTags = None,
         source: Annotated[str | None, Field(description='New source; omit to keep, "" to clear.')] = None,
         kind: p.Kind = None,
         metadata: Annotated[

@@ -43,7 +43,13 @@ EntryId = Annotated[str, Field(description="Entry id (UUID), e.g. from search or
 Title = Annotated[str | None, Field(description=f"Short title (≤ {MAX_TITLE_CHARS} characters).")]
 Tags = Annotated[
     list[str] | None,
-    Field(description=f"Tags for filtering (≤ {MAX_TAGS}, each ≤ {MAX_TAG_CHARS} chars)."),
+    Field(
+        description=f"Tags for filtering (≤ {MAX_TAGS}, each ≤ {MAX_TAG_CHARS} chars).", max_length=MAX_TAGS
+    ),
+]
+ReplacementTags = Annotated[
+    list[str] | None,
+    Field(description=f"Replaces all tags (≤ {MAX_TAGS}); omit to keep them.", max_length=MAX_TAGS),
 ]
 Source = Annotated[
     str | None,
@@ -78,8 +84,14 @@ ExpectedVersion = Annotated[
 KindFilter = Annotated[str | None, Field(description="Only entries of this kind.")]
 SourceFilter = Annotated[str | None, Field(description="Only entries with exactly this source.")]
 LanguageFilter = Annotated[str | None, Field(description="Only entries in this language (ISO 639-1 code).")]
-TagsAll = Annotated[list[str] | None, Field(description="Only entries having all these tags.")]
-TagsAny = Annotated[list[str] | None, Field(description="Only entries having at least one of these tags.")]
+TagsAll = Annotated[
+    list[str] | None,
+    Field(description=f"Only entries having all these tags (≤ {MAX_TAGS}).", max_length=MAX_TAGS),
+]
+TagsAny = Annotated[
+    list[str] | None,
+    Field(description=f"Only entries having at least one of these tags (≤ {MAX_TAGS}).", max_length=MAX_TAGS),
+]
 After = Annotated[
     datetime | None, Field(description="At or after this time (ISO 8601, inclusive; no offset means UTC).")
 ]
@@ -107,7 +119,8 @@ Pins = Annotated[
     list[str] | None,
     Field(
         description=f"content_hash values from an earlier answer (≤ {MAX_PINS}): those entries come first, "
-        "in this order, then the ranking fills the remaining slots. Unknown hashes go to missing_pins."
+        "in this order, then the ranking fills the remaining slots. Unknown hashes go to missing_pins.",
+        max_length=MAX_PINS,
     ),
 ]
 Mode = Annotated[Literal["hybrid", "vector", "lexical"], Field(description=MODE_DOC)]
@@ -147,13 +160,15 @@ Sections = Annotated[
     Field(
         description=f"Up to {MAX_SECTIONS} sub-topics (e.g. ['background', 'decisions']): each is "
         "searched together with the query, gets an equal share of the budget and its labels in "
-        "by_section."
+        "by_section.",
+        max_length=MAX_SECTIONS,
     ),
 ]
 Citations = Annotated[
     list[CitationIn],
     Field(
         description=f"Citations from an earlier answer (≤ {MAX_CITATIONS}): content_hash, and id "
-        "and label when you have them."
+        "and label when you have them.",
+        max_length=MAX_CITATIONS,
     ),
 ]

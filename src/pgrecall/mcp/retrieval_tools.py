@@ -20,6 +20,7 @@ from pgrecall.mcp.schemas import (
     SearchOut,
     VerifyOut,
     hit_out,
+    timings_out,
 )
 
 
@@ -93,8 +94,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
             call.fields.update(
                 mode=mode, hits=len(result.items), degraded=result.degraded, status=result.status
             )
-            timings = {k: v for k, v in result.timings.items() if k.endswith("_ms")}
-            timings["total_ms"] = round(call.elapsed_ms(), 3)
+            timings = timings_out(result.timings, call.elapsed_ms())
             return SearchOut(
                 status=result.status,
                 request_id=call.request_id,

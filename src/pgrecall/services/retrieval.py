@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from pgrecall.domain.entries import Entry, Status
-from pgrecall.domain.ranking import Candidate, dedup, mmr, order_pins
+from pgrecall.domain.ranking import Candidate, dedup, mmr
 from pgrecall.domain.text import normalize_text
 from pgrecall.domain.validation import (
-    MAX_PINS,
     MAX_QUERY_CHARS,
     MAX_SELECTION_CHARS,
     MAX_TOP_K,
-    check_hash,
+    check_pins,
     check_top_k,
 )
 from pgrecall.errors import InvalidInputError
@@ -99,9 +98,7 @@ class RetrievalService:
         """Pinned entries first (given order), then the ranking without repeats or near-duplicates."""
         top_k = check_top_k(request.top_k)
         query, diversify = request.query, request.diversify
-        pins = order_pins([check_hash(h, "pinned_hashes") for h in (request.pinned_hashes or [])])
-        if len(pins) > MAX_PINS:
-            raise InvalidInputError("pinned_hashes", f"at most {MAX_PINS}, got {len(pins)}")
+        pins = check_pins(request.pinned_hashes)
         selection, ignored = selection_text(request.selected_text)
         has_query = query is not None and query.strip() != ""
         if not has_query and selection is None:

@@ -25,6 +25,7 @@ from pgrecall.domain.validation import (
     check_top_k,
 )
 from pgrecall.embeddings.base import Embedder, EmbeddingError, unavailable_reason
+from pgrecall.embeddings.cache import CachedQueryEmbedder
 from pgrecall.errors import InvalidInputError
 from pgrecall.store.search import SearchParams, SearchRow, SearchStore, Tuning
 
@@ -160,7 +161,7 @@ class SearchService:
         if query_vector is not None:
             vector, embed_ms, reason = list(query_vector), None, None
         elif want != "lexical":
-            vector, embed_ms, reason = self._embed(clean)
+            vector, embed_ms, reason = self._embed(owner, clean)
         else:
             vector, embed_ms, reason = None, None, None
         use_lexical = want != "vector" or vector is None
@@ -205,7 +206,7 @@ class SearchService:
             ),
         )
 
-    def _embed(self, query: str) -> tuple[list[float] | None, float | None, str | None]:
+    def _embed(self, owner: str, query: str) -> tuple[list[float] | None, float | None, str | None]:
         if self.embedder is None:
             return None, None, "no embedding provider is configured: lexical search only"
         ready = getattr(self.embedder, "ready", None)
@@ -220,12 +221,19 @@ class SearchService:
             return None, None, EMBEDDER_LOADING
         started = time.perf_counter()
         try:
-            vector = self.embedder.embed_queries([query])[0]
+            vector = self._query_vector(owner, query)
         except EmbeddingError as exc:
             # A search must still answer: the lexical branch alone, flagged as degraded.
             log.warning("query embedding failed; lexical-only search", extra={"error": str(exc)})
             return None, None, f"{unavailable_reason(exc)}: lexical search only"
         return vector, (time.perf_counter() - started) * 1000, None
+
+    def _query_vector(self, owner: str, query: str) -> list[float]:
+        """The query's vector, from `owner`'s part of the query cache when the embedder has one."""
+        assert self.embedder is not None
+        if isinstance(self.embedder, CachedQueryEmbedder):
+            return self.embedder.embed_owner_queries(owner, [query])[0]
+        return self.embedder.embed_queries([query])[0]
 
     @staticmethod
     def _hit(rank: int, row: SearchRow) -> SearchHit:

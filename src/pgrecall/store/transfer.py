@@ -103,14 +103,22 @@ _SAME = """
 )
 """
 
-# Whether the file's row replaces a different stored one. 'newer': a higher version wins,
-# then a later updated_at; a line without a version is a fresh edit and wins.
-_WINS = """
+# Whether the file's row proves it is newer than the stored one: a higher version (ties: a
+# later updated_at), or, without a version, a later updated_at. A line with neither (hand
+# written, a memory.json entity) proves nothing: under 'newer' it never replaces an entry.
+_NEWER = """
+coalesce(
+    (s.version IS NOT NULL
+        AND (s.version, coalesce(s.updated_at, '-infinity'::timestamptz)) > (e.version, e.updated_at))
+    OR (s.version IS NULL AND s.updated_at IS NOT NULL AND s.updated_at > e.updated_at),
+    false)
+"""
+
+# Whether the file's row replaces a different stored one.
+_WINS = f"""
 (
     %(policy)s = 'overwrite'
-    OR (%(policy)s = 'newer' AND (
-        s.version IS NULL
-        OR (s.version, coalesce(s.updated_at, '-infinity'::timestamptz)) > (e.version, e.updated_at)))
+    OR (%(policy)s = 'newer' AND {_NEWER})
 )
 """
 
@@ -118,6 +126,14 @@ SQL_STAGE_STATS = f"""
 SELECT count(e.id) AS matched, count(e.id) FILTER (WHERE {_SAME}) AS same
 FROM pgrecall_import AS s
 LEFT JOIN entries AS e ON e.owner = s.owner AND e.id = s.id
+"""
+
+# Staged rows that differ from their stored entry without proving they are newer (policy 'newer').
+SQL_STAGE_NOT_NEWER = f"""
+SELECT s.owner, s.id
+FROM pgrecall_import AS s
+JOIN entries AS e ON e.owner = s.owner AND e.id = s.id
+WHERE NOT {_SAME} AND NOT {_NEWER}
 """
 
 # The stored vector survives only when the embedded text (title + body) is unchanged.
@@ -199,6 +215,7 @@ class MergeCounts:
     updated: int
     unchanged: int
     kept: int
+    not_newer: tuple[tuple[str, uuid.UUID], ...] = ()  # (owner, id) of each
 
 
 class TransferStore:
@@ -258,13 +275,26 @@ class TransferStore:
                 )
 
     def merge(self, policy: ConflictPolicy) -> MergeCounts:
-        """Merge the staged batch into entries under `policy`, then empty the staging table."""
+        """Merge the staged batch into entries under `policy`, then empty the staging table.
+
+        `kept` counts stored entries kept under 'skip'; under 'newer' those are `not_newer`.
+        """
         stats = self.conn.execute(SQL_STAGE_STATS).fetchone()
         assert stats is not None
         matched, same = int(stats["matched"]), int(stats["same"])
+        not_newer: tuple[tuple[str, uuid.UUID], ...] = ()
+        if policy == "newer":
+            rows = self.conn.execute(SQL_STAGE_NOT_NEWER).fetchall()
+            not_newer = tuple((row["owner"], row["id"]) for row in rows)
         updated = 0
         if policy != "skip":
             updated = self.conn.execute(SQL_STAGE_UPDATE, {"policy": policy}).rowcount
         inserted = self.conn.execute(SQL_STAGE_INSERT).rowcount
         self.conn.execute(SQL_TRUNCATE_STAGE)
-        return MergeCounts(inserted=inserted, updated=updated, unchanged=same, kept=matched - same - updated)
+        return MergeCounts(
+            inserted=inserted,
+            updated=updated,
+            unchanged=same,
+            kept=matched - same - updated - len(not_newer),
+            not_newer=not_newer,
+        )

@@ -3,8 +3,9 @@
 A line is an object with the export's keys. Required: `id` (UUID) and `text`. Everything
 else is optional: `owner` (default: --owner or PGRECALL_OWNER), `kind` ('note'), `language`
 (a regconfig name as exported, or an ISO 639-1 code; absent → detected like any write),
-`content_hash` (checked against the text when given), `version` and the timestamps (absent:
-the line counts as a fresh edit; see store/transfer.py), vectors (`embedding` with
+`content_hash` (checked against the text when given), `version` and the timestamps (under the
+default --on-conflict newer, a line replaces a stored entry only with a higher version or a
+later updated_at; one without either is skipped and counted in `skipped_not_newer`), vectors (`embedding` with
 `embedding_model`; absent → pending, filled by `pgrecall reembed`).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,6 +59,8 @@ FIELDS = (
 MAX_OWNER_CHARS = 200
 MAX_MODEL_CHARS = 200
 MAX_VECTOR_DIM = 16_000
+# Ids of lines skipped as not newer, kept for the summary: enough to find them, not a list of all.
+MAX_REPORTED_IDS = 5
 
 
 @dataclass(frozen=True)
@@ -86,17 +90,26 @@ class ImportReport:
     updated: int = 0
     unchanged: int = 0
     kept: int = 0
+    skipped_not_newer: int = 0
+    # (line, id) of the first few, in file order.
+    skipped_not_newer_first: list[tuple[int, str]] = field(default_factory=list)
     other_owner: int = 0
     without_vectors: int = 0
     rolled_back: bool = False
     errors: list[LineError] = field(default_factory=list)
 
-    def add(self, counts: MergeCounts) -> None:
-        """Accumulate one merged batch."""
+    def add(self, counts: MergeCounts, lines: dict[tuple[str, uuid.UUID], int] | None = None) -> None:
+        """Accumulate one merged batch; `lines` maps its (owner, id) pairs to their line numbers."""
         self.inserted += counts.inserted
         self.updated += counts.updated
         self.unchanged += counts.unchanged
         self.kept += counts.kept
+        self.skipped_not_newer += len(counts.not_newer)
+        where = lines or {}
+        first = sorted((where.get(key, 0), str(key[1])) for key in counts.not_newer)
+        self.skipped_not_newer_first.extend(
+            first[: max(MAX_REPORTED_IDS - len(self.skipped_not_newer_first), 0)]
+        )
 
 
 def _opt_str(obj: dict[str, Any], name: str) -> str | None:
@@ -282,7 +295,10 @@ def run_import(
         if batch and not (options.atomic and report.errors):  # atomic + a bad line: it will roll back
             try:
                 store.stage(batch)
-                report.add(store.merge(options.on_conflict))
+                report.add(
+                    store.merge(options.on_conflict),
+                    {(row.owner, row.id): line for row, line in zip(batch, batch_lines, strict=True)},
+                )
             except psycopg.Error as exc:
                 conn.rollback()
                 raise PgrecallError(
@@ -325,6 +341,8 @@ def run_import(
         if report.errors:
             conn.rollback()
             report.inserted = report.updated = report.unchanged = report.kept = report.without_vectors = 0
+            report.skipped_not_newer = 0
+            report.skipped_not_newer_first.clear()
             report.rolled_back = True
         else:
             conn.commit()

@@ -13,8 +13,10 @@ Mapping, one pgrecall entry per entity (relations are not entries of their own):
 - metadata.mcp_memory: name, entityType, every relation touching the entity (sorted), and
   unknown keys of the entity line under `extra`;
 - language detected like any write; vector pending until `pgrecall reembed` (or --reembed);
-- no version or timestamps: a changed entity is updated (version + 1), an unchanged one is
-  left alone.
+- no version or timestamps, so nothing proves an entity newer than its stored entry: under the
+  default --on-conflict newer a changed entity is skipped (counted as skipped_not_newer: the
+  entry may have been edited in pgrecall since), under overwrite it is updated (version + 1);
+  an unchanged one is left alone.
 Entities listed twice are merged (observations in order, without repeats).
 """
 
