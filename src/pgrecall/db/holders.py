@@ -18,7 +18,7 @@ _MAX_PID = 2**31 - 1
 
 @dataclass(frozen=True)
 class Holder:
-    """A process that holds the embedded server open."""
+    """A process that holds a shared resource open (the embedded server, the model worker)."""
 
     pid: int
     started: float
@@ -46,7 +46,8 @@ class State:
     stopped: bool = False
 
 
-def _holder(item: Any) -> Holder | None:
+def parse_holder(item: Any) -> Holder | None:
+    """A Holder from one decoded JSON item, or None if it is not {pid: int, started: number}."""
     if not isinstance(item, dict):
         return None
     pid, started = item.get("pid"), item.get("started")
@@ -86,7 +87,7 @@ def read_state(path: Path) -> State:
         )
         return State()
     items = raw.get("holders", [])
-    holders = [h for h in map(_holder, items) if h is not None]
+    holders = [h for h in map(parse_holder, items) if h is not None]
     if len(holders) != len(items):
         log.warning("%s: ignored %d malformed holder entries", path, len(items) - len(holders))
     return State([h for h in holders if h.alive()], raw.get("pinned") is True, raw.get("stopped") is True)

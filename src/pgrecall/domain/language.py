@@ -102,6 +102,15 @@ class Thresholds:
     min_ratio: float = 1.2
     max_chars: int = 2000
 
+    def as_dict(self) -> dict[str, int | float]:
+        """JSON-ready form (the model worker's `detect` requests carry it)."""
+        return {
+            "min_letters": self.min_letters,
+            "min_confidence": self.min_confidence,
+            "min_ratio": self.min_ratio,
+            "max_chars": self.max_chars,
+        }
+
 
 def in_process_backend(catalog: LanguageCatalog, thresholds: Thresholds, kind: str = "full") -> DetectBackend:
     """Detection in this process (lingua's models load on the first detection)."""

@@ -7,31 +7,10 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
-
-@dataclass(frozen=True)
-class Holder:
-    """A process that keeps the worker alive."""
-
-    pid: int
-    started: float
-
-    def alive(self) -> bool:
-        """True while the process exists and is the same one (its pid was not reused)."""
-        try:
-            created: float = psutil.Process(self.pid).create_time()
-        except psutil.Error:
-            return False
-        return abs(created - self.started) < 1.0
-
-    @classmethod
-    def current(cls) -> Holder:
-        """The calling process."""
-        return cls(os.getpid(), psutil.Process().create_time())
+from pgrecall.db.holders import Holder as Holder
+from pgrecall.db.holders import parse_holder
 
 
 class Registry:
@@ -56,7 +35,8 @@ class Registry:
         try:
             raw = json.loads(self.holders_file.read_text(encoding="utf-8"))
             items = raw["holders"]
-            holders = [Holder(int(item["pid"]), float(item["started"])) for item in items]
+            parsed = [parse_holder(item) for item in items]
+            holders = [holder for holder in parsed if holder is not None]
         except (OSError, ValueError, KeyError, TypeError):
             # A missing or damaged file means nobody is registered; holders re-register on their next call.
             return []

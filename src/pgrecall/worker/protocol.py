@@ -13,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+# A detect request carries the domain's thresholds; re-exported for the worker's modules.
+from pgrecall.domain.language import Thresholds as Thresholds
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -47,25 +50,6 @@ class Frame:
 
     header: dict[str, Any]
     body: bytes = b""
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The knobs of short-text language detection, as carried by a `detect` request."""
-
-    min_letters: int = 20
-    min_confidence: float = 0.2
-    min_ratio: float = 1.2
-    max_chars: int = 2000
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "min_letters": self.min_letters,
-            "min_confidence": self.min_confidence,
-            "min_ratio": self.min_ratio,
-            "max_chars": self.max_chars,
-        }
 
 
 def encode_frame(header: dict[str, Any], body: bytes = b"") -> bytes:
