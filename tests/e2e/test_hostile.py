@@ -8,8 +8,8 @@ wrong types. Whatever comes in, a call must:
 * return (never hang, never crash the session);
 * never be an internal error: an is_error result whose text is exactly "Error executing tool
   <name>" is how the SDK reports an unanticipated exception;
-* on rejection, name the field (our errors are "<field>: <rule>", the SDK's argument validation
-  is "N validation error(s) for <tool>Arguments\\n<field>…");
+* on rejection, name the field: every error reads "<field>: <rule>" on one line (the server
+  rewrites the SDK's argument validation into that form too), with no documentation URL;
 * on rejection, and on every read, leave the database byte-for-byte unchanged.
 
 Surrogate code points are not generated: JSON cannot carry them (the SDK's parser refuses a lone
@@ -559,16 +559,18 @@ def _snapshot(url: str) -> dict[str, str | None]:
     return out
 
 
+# "<field>: <rule>", the field optionally followed by an item index and a sub-field.
 _ERROR_FIELD = re.compile(
-    r"^Error executing tool (?P<tool>\w+): (?:"
-    r"\d+ validation errors? for \w+\n(?P<pyd>[A-Za-z_][\w]*)"  # the SDK's argument validation
-    r"|(?P<ours>[A-Za-z_]\w*)(?:\[\d+\])?(?:\.\w+)?: \S)"  # ours: "<field>: <rule>"
+    r"^Error executing tool (?P<tool>\w+): (?P<field>[A-Za-z_]\w*)(?:\[\d+\])?(?:\.\w+)?: \S"
 )
 
 
 def _field_of(message: str) -> str | None:
+    """The field a rejection names; None unless it is one line without a documentation URL."""
+    if "\n" in message or "errors.pydantic.dev" in message:
+        return None
     match = _ERROR_FIELD.match(message)
-    return (match["pyd"] or match["ours"]) if match else None
+    return match["field"] if match else None
 
 
 def _walk(value: Any) -> Iterator[Any]:

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from pgrecall.domain.entries import EntryFilters
@@ -31,7 +30,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
     """Register the entry tools on `server`."""
     max_text = runtime.settings.max_text_chars
 
-    @runtime_tool(server, runtime, annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+    @runtime_tool(server, runtime, annotations=p.annotations())
     async def add_entry(
         text: Annotated[
             str,
@@ -89,7 +88,8 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 similar=similar,
             )
 
-    @runtime_tool(server, runtime, annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    # Not idempotent: each call bumps `version` (and expected_version makes a repeat fail).
+    @runtime_tool(server, runtime, annotations=p.annotations())
     async def update_entry(
         id: Annotated[str, Field(description="Id of the entry to change (UUID).")],
         text: Annotated[str | None, Field(description="New full text; omit to keep it.")] = None,
@@ -107,8 +107,9 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
     ) -> WriteResult:
         """Change an existing entry; only the fields you pass change.
 
-        A new text or title gets a new content_hash and a new vector; `version` goes up by one
-        on every update. Use it instead of adding a near-duplicate.
+        content_hash is the hash of the text alone: only a new text changes it (a title change
+        keeps it). A new text or title re-embeds the entry. `version` goes up by one on every
+        call, so repeating one is not a no-op. Use it instead of adding a near-duplicate.
         """
         with observe(runtime.metrics, "update_entry"):
             extra: dict[str, Any] = {}
@@ -135,7 +136,8 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 language=LanguageOut.of(written.language),
             )
 
-    @runtime_tool(server, runtime, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+    # A repeat changes nothing (it fails: no live entry), so both are idempotent.
+    @runtime_tool(server, runtime, annotations=p.annotations(destructive=True, idempotent=True))
     async def delete_entry(
         id: Annotated[str, Field(description="Id of the entry to delete (UUID).")],
     ) -> DeleteResult:
@@ -145,7 +147,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
             assert entry.deleted_at is not None
             return DeleteResult(id=str(entry.id), deleted_at=entry.deleted_at)
 
-    @runtime_tool(server, runtime, annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+    @runtime_tool(server, runtime, annotations=p.annotations(idempotent=True))
     async def restore_entry(
         id: Annotated[str, Field(description="Id of a soft-deleted entry (UUID).")],
     ) -> WriteResult:
@@ -157,14 +159,14 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 entry=EntryOut.full(entry, runtime.active_model), language=LanguageOut.of(written.language)
             )
 
-    @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def get_entry(id: p.EntryId) -> EntryOut:
         """Fetch one entry with its full text and metadata (search returns only snippets)."""
         with observe(runtime.metrics, "get_entry"):
             entry = await run_blocking(runtime.app.entries.get, current_owner(), id)
             return EntryOut.full(entry, runtime.active_model)
 
-    @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def list_entries(
         kind: p.KindFilter = None,
         source: p.SourceFilter = None,
@@ -175,7 +177,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
         created_before: p.Before = None,
         updated_after: p.After = None,
         updated_before: p.Before = None,
-        include_deleted: Annotated[bool, Field(description="Also list soft-deleted entries.")] = False,
+        include_deleted: p.IncludeDeleted = False,
         limit: p.ListLimit = 20,
         cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
     ) -> ListResult:
@@ -202,7 +204,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 next_cursor=page.next_cursor,
             )
 
-    @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def stats() -> StatsResult:
         """Counts of entries by language and kind, pending vectors, embedding model, schema revision."""
         with observe(runtime.metrics, "stats"):

@@ -5,7 +5,9 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from mcp_types import ToolAnnotations
+from pydantic import BeforeValidator, Field
+from pydantic_core import PydanticUseDefault
 
 from pgrecall.domain.ranking import MMR_LAMBDA
 from pgrecall.domain.validation import (
@@ -28,6 +30,35 @@ from pgrecall.domain.validation import (
     MIN_BUDGET,
 )
 from pgrecall.mcp.schemas import CitationIn
+
+
+def _default_on_null(value: object) -> object:
+    if value is None:
+        raise PydanticUseDefault()
+    return value
+
+
+def _or_null(schema: dict[str, Any]) -> None:
+    # The schema says what is accepted: the value's own type, or null (which means the default).
+    keep = {"description", "default", "title"}
+    branch = {key: schema.pop(key) for key in list(schema) if key not in keep}
+    schema["anyOf"] = [branch, {"type": "null"}]
+
+
+# For a parameter with a non-null default: a client that sends null gets the default (many send
+# null for "not given"), and the published schema admits null.
+NULL_IS_DEFAULT = BeforeValidator(_default_on_null)
+OR_NULL = _or_null
+
+
+def annotations(*, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
+    """Hints for a writing tool; every tool works on this store alone (a closed world)."""
+    return ToolAnnotations(
+        read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=False
+    )
+
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 KIND_DOC = "Kind token: note (default), fact, decision, preference, doc, … (letters, digits, _ . : -)."
 LANGUAGE_DOC = (
@@ -98,7 +129,14 @@ After = Annotated[
 Before = Annotated[
     datetime | None, Field(description="Before this time (ISO 8601, exclusive; no offset means UTC).")
 ]
-ListLimit = Annotated[int, Field(description=f"Page size, 1-{MAX_LIST_LIMIT}.", ge=1, le=MAX_LIST_LIMIT)]
+ListLimit = Annotated[
+    int,
+    Field(description=f"Page size, 1-{MAX_LIST_LIMIT}.", ge=1, le=MAX_LIST_LIMIT, json_schema_extra=OR_NULL),
+    NULL_IS_DEFAULT,
+]
+IncludeDeleted = Annotated[
+    bool, Field(description="Also list soft-deleted entries.", json_schema_extra=OR_NULL), NULL_IS_DEFAULT
+]
 
 Query = Annotated[
     str | None,
@@ -123,17 +161,34 @@ Pins = Annotated[
         max_length=MAX_PINS,
     ),
 ]
-Mode = Annotated[Literal["hybrid", "vector", "lexical"], Field(description=MODE_DOC)]
+Mode = Annotated[
+    Literal["hybrid", "vector", "lexical"],
+    Field(description=MODE_DOC, json_schema_extra=OR_NULL),
+    NULL_IS_DEFAULT,
+]
 Diversify = Annotated[
     bool,
     Field(
         description=f"Re-rank for variety (MMR over stored vectors, λ = {MMR_LAMBDA}): fewer results "
-        "saying the same thing."
+        "saying the same thing.",
+        json_schema_extra=OR_NULL,
     ),
+    NULL_IS_DEFAULT,
 ]
-TopK = Annotated[int, Field(description=f"Results wanted, 1-{MAX_TOP_K}.", ge=1, le=MAX_TOP_K)]
+TopK = Annotated[
+    int,
+    Field(description=f"Results wanted, 1-{MAX_TOP_K}.", ge=1, le=MAX_TOP_K, json_schema_extra=OR_NULL),
+    NULL_IS_DEFAULT,
+]
 TopKPerSection = Annotated[
-    int, Field(description=f"Entries considered per section, 1-{MAX_TOP_K}.", ge=1, le=MAX_TOP_K)
+    int,
+    Field(
+        description=f"Entries considered per section, 1-{MAX_TOP_K}.",
+        ge=1,
+        le=MAX_TOP_K,
+        json_schema_extra=OR_NULL,
+    ),
+    NULL_IS_DEFAULT,
 ]
 MinScore = Annotated[
     float | None,
@@ -146,14 +201,18 @@ MinScore = Annotated[
         allow_inf_nan=False,
     ),
 ]
-Explain = Annotated[bool, Field(description="Include each hit's score breakdown.")]
+Explain = Annotated[
+    bool, Field(description="Include each hit's score breakdown.", json_schema_extra=OR_NULL), NULL_IS_DEFAULT
+]
 TokenBudget = Annotated[
     int,
     Field(
         description=f"Most tokens the context may take ({MIN_BUDGET}-{MAX_BUDGET}).",
         ge=MIN_BUDGET,
         le=MAX_BUDGET,
+        json_schema_extra=OR_NULL,
     ),
+    NULL_IS_DEFAULT,
 ]
 Sections = Annotated[
     list[str] | None,

@@ -5,7 +5,6 @@
 from collections.abc import Callable
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
 
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.mcp import params as p
@@ -32,7 +31,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
     """
     metrics = runtime.metrics
 
-    @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def search(
         query: p.Query = None,
         top_k: p.TopK = 5,
@@ -107,7 +106,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 timings=timings,
             )
 
-    @runtime_tool(server, runtime, name="build_context", annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, name="build_context", annotations=p.READ_ONLY)
     async def build_context_tool(
         query: p.Query = None,
         selected_text: p.Selected = None,
@@ -174,7 +173,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 degraded=built.degraded,
             )
 
-    @runtime_tool(server, runtime, annotations=ToolAnnotations(read_only_hint=True))
+    @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def verify_citations(citations: p.Citations) -> VerifyOut:
         """Check that cited entries still say what was cited: re-hashes each stored text.
 

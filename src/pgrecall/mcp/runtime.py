@@ -10,6 +10,7 @@ tool call waits for the App (up to a bound) before it runs.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -154,6 +155,12 @@ class Runtime:
             self._app.close()
 
 
+def description_of(docstring: str) -> str:
+    """A docstring as a tool description: one line per paragraph, without the source indentation."""
+    paragraphs = inspect.cleandoc(docstring).split("\n\n")
+    return "\n".join(" ".join(paragraph.split()) for paragraph in paragraphs)
+
+
 def runtime_tool(
     server: MCPServer, runtime: Runtime, **options: Any
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
@@ -165,6 +172,8 @@ def runtime_tool(
             await runtime.wait_open()
             return await fn(*args, **kwargs)
 
+        if "description" not in options and fn.__doc__:
+            options["description"] = description_of(fn.__doc__)
         server.tool(**options)(guarded)
         return guarded
 

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio.to_thread
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
-from pydantic import AnyHttpUrl
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult, TextContent
+from mcp_types import Tool as MCPTool
+from pydantic import AnyHttpUrl, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from pgrecall import __version__
 from pgrecall.mcp.auth import SCOPE, DatabaseTokenVerifier
 from pgrecall.mcp.entry_tools import register_entry_tools
+from pgrecall.mcp.errors import argument_errors
 from pgrecall.mcp.retrieval_tools import register_retrieval_tools
 from pgrecall.mcp.runtime import Runtime
 
@@ -24,6 +29,61 @@ and documents with add_entry; find them later with search (natural-language ques
 language work; no language parameter is needed). Cite what you use by id and content_hash.
 Prefer update_entry over adding a near-duplicate: add_entry reports similar existing entries.
 """
+
+
+def _untitled(node: Any) -> Any:
+    """A JSON schema without pydantic's generated titles ("Top K" for top_k): names say it already."""
+    if isinstance(node, list):
+        return [_untitled(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: _untitled(sub) for name, sub in value.items()}  # names, not keywords
+        elif not (key == "title" and isinstance(value, str)):
+            out[key] = _untitled(value)
+    return out
+
+
+class PgrecallServer(MCPServer):
+    """MCPServer with a smaller tool surface: untitled schemas, one-line argument errors, compact text."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        """The tools, their schemas without generated titles."""
+        return [
+            tool.model_copy(
+                update={
+                    "input_schema": _untitled(tool.input_schema),
+                    "output_schema": _untitled(tool.output_schema) if tool.output_schema else None,
+                }
+            )
+            for tool in await super().list_tools()
+        ]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Call a tool: bad arguments read `<field>: <rule>`; the text is compact JSON."""
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            tool = self._tool_manager.get_tool(name)
+            message = argument_errors(exc.__cause__, tool.parameters if tool is not None else None)
+            # The cause stays: the SDK logs the rejected field names from it.
+            raise ToolError(f"Error executing tool {name}: {message}") from exc.__cause__
+        if (
+            isinstance(result, CallToolResult)
+            and result.structured_content is not None
+            and not result.is_error
+        ):
+            # The SDK indents the text copy (~25% more bytes than compact); a client that reads the
+            # text rather than structuredContent pays for every one of those bytes in its context.
+            text = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+            result = result.model_copy(update={"content": [TextContent(type="text", text=text)]})
+        return result
 
 
 def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPServer:
@@ -42,7 +102,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
                 required_scopes=[SCOPE],
             ),
         }
-    server = MCPServer(
+    server = PgrecallServer(
         "pgrecall",
         instructions=INSTRUCTIONS,
         version=__version__,
