@@ -1,6 +1,7 @@
 """What `tools/list` costs a client's context: bytes of the JSON result, per part and per tool.
 
 Run: python benchmarks/tool_surface.py [--json benchmarks/tool_surface.json] [--per-tool]
+(benchmarks/tool_surface-3e4ba70.json: the same figures before the surface was trimmed.)
 
 Nothing is opened: the server is built over a deferred runtime (no database, no model) and its tool
 list is serialized exactly as it goes on the wire (aliases, no nulls, compact JSON).

@@ -148,7 +148,7 @@ async def test_argument_errors_are_one_line_naming_field_and_rule(
     assert "\n" not in text and "http" not in text and "For further information" not in text
 
 
-async def test_schemas_carry_no_generated_titles(client: Client) -> None:
+async def test_schemas_carry_no_generated_titles_nor_null_defaults(client: Client) -> None:
     def titles(node: Any, path: str) -> list[str]:
         found: list[str] = []
         if isinstance(node, dict):
@@ -169,6 +169,13 @@ async def test_schemas_carry_no_generated_titles(client: Client) -> None:
     for name, tool in tools.items():
         assert titles(tool.input_schema, name) == [], name
         assert titles(tool.output_schema, name) == [], name
+    for name, tool in tools.items():  # an optional property left out is null already
+        nulls = [
+            p
+            for p, sub in tool.input_schema["properties"].items()
+            if "default" in sub and sub["default"] is None
+        ]
+        assert nulls == [], name
     # A parameter named "title" is a property, not a generated title: it stays.
     assert "title" in tools["add_entry"].input_schema["properties"]
 

@@ -39,15 +39,19 @@ class LanguageOut(BaseModel):
         return cls(regconfig=resolved.regconfig, iso=resolved.iso, how=resolved.how)
 
 
+# Fields whose name says it all (id, title, tags, …) carry no description: every word of a schema
+# is read into the context of each client that lists the tools.
+
+
 class EntrySummary(BaseModel):
     """An entry without its full text (list results)."""
 
     id: str = Field(description="Entry id (UUID).")
-    title: str | None = Field(description="Title, if any.")
+    title: str | None
     snippet: str = Field(description=f"The first ~{SNIPPET_CHARS} characters of the text.")
     kind: str = Field(description="Kind token (note, fact, decision, …).")
     source: str | None = Field(description="Where the entry came from, if recorded.")
-    tags: list[str] = Field(description="Tags.")
+    tags: list[str]
     language: str = Field(description="PostgreSQL text-search config of the entry.")
     content_hash: str = Field(description="sha256 of the normalized text; cite it to pin this exact text.")
     version: int = Field(description="Starts at 1, +1 on every update.")
@@ -94,10 +98,10 @@ class EntryOut(EntrySummary):
 class SimilarEntry(BaseModel):
     """An existing entry that looks like a near-duplicate of the one just written."""
 
-    id: str = Field(description="Entry id.")
-    title: str | None = Field(description="Its title.")
-    snippet: str = Field(description="Its first characters.")
-    content_hash: str = Field(description="Its content hash.")
+    id: str
+    title: str | None
+    snippet: str
+    content_hash: str
     overlap: float = Field(
         description="Word 3-shingle Jaccard overlap of the two texts, 0..1 (1 = same words, same order)."
     )
@@ -198,9 +202,9 @@ class Hit(BaseModel):
 
     rank: int = Field(description="1-based position.")
     id: str = Field(description="Entry id; get_entry returns the full text.")
-    title: str | None = Field(description="Title.")
+    title: str | None
     snippet: str = Field(description="A short excerpt around the matched words (or the start).")
-    tags: list[str] = Field(description="Tags.")
+    tags: list[str]
     source: str | None = Field(description="Where the entry came from.")
     language: str = Field(description="Text-search config of the entry.")
     content_hash: str = Field(description="Cite it; pass it in pinned_hashes to get this exact entry back.")
@@ -235,10 +239,10 @@ class CitationOut(BaseModel):
     """A citation for one context block."""
 
     label: str = Field(description="The block label in the context, e.g. S1; cite it as [S1].")
-    id: str = Field(description="Entry id.")
+    id: str
     content_hash: str = Field(description="Hash of the exact text used; verify_citations checks it later.")
-    source: str | None = Field(description="Entry source.")
-    title: str | None = Field(description="Entry title.")
+    source: str | None
+    title: str | None
     snippet: str = Field(description="Short excerpt.")
     section: str | None = Field(description="Section the block belongs to (when sections were asked for).")
     pinned: bool = Field(description="True when included because its hash was pinned.")
@@ -248,8 +252,8 @@ class DroppedOut(BaseModel):
     """A ranked entry left out of the context."""
 
     id: str = Field(description="Entry id (get_entry returns it whole).")
-    content_hash: str = Field(description="Its hash.")
-    title: str | None = Field(description="Its title.")
+    content_hash: str
+    title: str | None
     tokens: int = Field(description="Estimated tokens of its block.")
     reason: str = Field(description="'larger than token_budget' or 'budget exhausted'.")
     section: str | None = Field(description="The section it was ranked for.")

@@ -32,7 +32,8 @@ Prefer update_entry over adding a near-duplicate: add_entry reports similar exis
 
 
 def _untitled(node: Any) -> Any:
-    """A JSON schema without pydantic's generated titles ("Top K" for top_k): names say it already."""
+    """A JSON schema without pydantic's generated titles ("Top K" for top_k: the name says it) and
+    without `"default": null` (an optional property that is left out is null already)."""
     if isinstance(node, list):
         return [_untitled(item) for item in node]
     if not isinstance(node, dict):
@@ -41,7 +42,7 @@ def _untitled(node: Any) -> Any:
     for key, value in node.items():
         if key in ("properties", "$defs") and isinstance(value, dict):
             out[key] = {name: _untitled(sub) for name, sub in value.items()}  # names, not keywords
-        elif not (key == "title" and isinstance(value, str)):
+        elif not ((key == "title" and isinstance(value, str)) or (key == "default" and value is None)):
             out[key] = _untitled(value)
     return out
 
