@@ -163,14 +163,7 @@ class App:
 
         def detect(text: str) -> Detection:
             try:
-                return worker.detect(
-                    text,
-                    codes,
-                    min_letters=limits.min_letters,
-                    min_confidence=limits.min_confidence,
-                    min_ratio=limits.min_ratio,
-                    max_chars=limits.max_chars,
-                )
+                return worker.detect(text, codes, limits)
             except EmbeddingError as exc:
                 # The write goes on: unstemmed ('simple') rather than lost; redetect-language fixes it.
                 log.warning("language detection unavailable, storing as 'simple': %s", exc)

@@ -64,6 +64,38 @@ class Detection:
 SIMPLE = Detection(None, None)
 
 
+@dataclass(frozen=True)
+class Thresholds:
+    """When a detection is trusted: enough letters, enough confidence, a clear margin over the runner-up."""
+
+    min_letters: int = 20
+    min_confidence: float = 0.2
+    min_ratio: float = 1.2
+    max_chars: int = 2000
+
+    def as_dict(self) -> dict[str, int | float]:
+        """JSON-ready form (the model worker's `detect` requests carry it)."""
+        return {
+            "min_letters": self.min_letters,
+            "min_confidence": self.min_confidence,
+            "min_ratio": self.min_ratio,
+            "max_chars": self.max_chars,
+        }
+
+    def sample(self, text: str) -> str | None:
+        """The part of `text` a detector reads, or None when it has too few letters to detect."""
+        sample = text[: self.max_chars]
+        letters = sum(1 for ch in sample if unicodedata.category(ch).startswith("L"))
+        return sample if letters >= self.min_letters else None
+
+    def trusted(self, best: float, runner_up: float) -> bool:
+        """True if the best language is confident enough and clear enough of the runner-up."""
+        return best >= self.min_confidence and best >= self.min_ratio * runner_up
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
 def word_count(text: str) -> int:
     """Whitespace-separated tokens holding a letter (as the dev set counts words)."""
     return sum(1 for token in text.split() if any(ch.isalpha() for ch in token))
@@ -84,20 +116,13 @@ class ShortTextDetector:
     def __init__(
         self,
         codes: Iterable[str],
-        *,
-        min_letters: int = 20,
-        min_confidence: float = 0.2,
-        min_ratio: float = 1.2,
-        max_chars: int = 2000,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
     ) -> None:
         wanted = {c.strip().lower() for c in codes}
         # 'no' and 'nb' are both Norwegian Bokmål; report the code the caller gave (nb first).
         self._norwegian = "nb" if "nb" in wanted else ("no" if "no" in wanted else None)
         self.codes = frozenset("nb" if c == "no" else c for c in wanted)
-        self.min_letters = min_letters
-        self.min_confidence = min_confidence
-        self.min_ratio = min_ratio
-        self.max_chars = max_chars
+        self.thresholds = thresholds
 
     def _report(self, iso: str | None, confidence: float | None) -> Detection:
         if iso is None or iso not in self.codes:
@@ -111,15 +136,14 @@ class ShortTextDetector:
             return SIMPLE
         iso, best = ranked[0]
         runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
-        if best < self.min_confidence or best < self.min_ratio * runner_up:
+        if not self.thresholds.trusted(best, runner_up):
             return Detection(None, best)
         return self._report(iso, best)
 
     def detect(self, text: str) -> Detection:
         """Best language of `text` among `codes`, or None when too short, unsure, or another language."""
-        sample = text[: self.max_chars]
-        letters = sum(1 for ch in sample if unicodedata.category(ch).startswith("L"))
-        if letters < self.min_letters:
+        sample = self.thresholds.sample(text)
+        if sample is None:
             return SIMPLE
         stage = first_stage(sample)
         models = lingua_models()

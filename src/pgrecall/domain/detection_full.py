@@ -7,11 +7,10 @@ price of ~650 MB and seconds to load; in the model worker it is loaded once per 
 from __future__ import annotations
 
 import threading
-import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from pgrecall.domain.detection import Detection
+from pgrecall.domain.detection import DEFAULT_THRESHOLDS, Detection, Thresholds
 
 # lingua keeps models per process; one detector per language set is shared by every caller.
 _BUILT: dict[tuple[str, ...], tuple[Any, dict[Any, str]]] = {}
@@ -46,23 +45,15 @@ class AllLanguagesDetector:
     def __init__(
         self,
         codes: Iterable[str],
-        *,
-        min_letters: int = 20,
-        min_confidence: float = 0.2,
-        min_ratio: float = 1.2,
-        max_chars: int = 2000,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
     ) -> None:
         self.codes = tuple(sorted({c.strip().lower() for c in codes}))
-        self.min_letters = min_letters
-        self.min_confidence = min_confidence
-        self.min_ratio = min_ratio
-        self.max_chars = max_chars
+        self.thresholds = thresholds
 
     def detect(self, text: str) -> Detection:
         """Best language among `codes`, or Detection(None, …) when too short or unsure."""
-        sample = text[: self.max_chars]
-        letters = sum(1 for ch in sample if unicodedata.category(ch).startswith("L"))
-        if letters < self.min_letters:
+        sample = self.thresholds.sample(text)
+        if sample is None:
             return Detection(None, None)
         detector, iso_of = _build(self.codes)
         if detector is None:
@@ -73,7 +64,7 @@ class AllLanguagesDetector:
         best = values[0]
         runner_up = values[1].value if len(values) > 1 else 0.0
         iso = iso_of.get(best.language)
-        if iso is None or best.value < self.min_confidence or best.value < self.min_ratio * runner_up:
+        if iso is None or not self.thresholds.trusted(best.value, runner_up):
             return Detection(None, float(best.value))
         return Detection(iso, float(best.value))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal, Protocol
 
-from pgrecall.domain.detection import Detection, ShortTextDetector
+from pgrecall.domain.detection import DEFAULT_THRESHOLDS, Detection, ShortTextDetector, Thresholds
 from pgrecall.domain.detection_full import AllLanguagesDetector
 
 DetectorKind = Literal["full", "compact"]
@@ -22,18 +22,8 @@ class TextDetector(Protocol):
 def make_detector(
     kind: str,
     codes: Iterable[str],
-    *,
-    min_letters: int = 20,
-    min_confidence: float = 0.2,
-    min_ratio: float = 1.2,
-    max_chars: int = 2000,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> TextDetector:
     """The full detector (lingua high accuracy over every language) or the compact two-stage one."""
     chosen = ShortTextDetector if kind == "compact" else AllLanguagesDetector
-    return chosen(
-        codes,
-        min_letters=min_letters,
-        min_confidence=min_confidence,
-        min_ratio=min_ratio,
-        max_chars=max_chars,
-    )
+    return chosen(codes, thresholds)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# Thresholds live beside the detectors that apply them; re-exported for the app and the worker.
 from pgrecall.domain.detection import Detection
+from pgrecall.domain.detection import Thresholds as Thresholds
 from pgrecall.errors import InvalidInputError
 
 SIMPLE = "simple"
@@ -93,38 +95,11 @@ DetectBackend = Callable[[str], Detection]
 """Detects one text's language among the catalog's codes (in this process, or in the model worker)."""
 
 
-@dataclass(frozen=True)
-class Thresholds:
-    """When a detection is trusted: enough letters, enough confidence, a clear margin over the runner-up."""
-
-    min_letters: int = 20
-    min_confidence: float = 0.2
-    min_ratio: float = 1.2
-    max_chars: int = 2000
-
-    def as_dict(self) -> dict[str, int | float]:
-        """JSON-ready form (the model worker's `detect` requests carry it)."""
-        return {
-            "min_letters": self.min_letters,
-            "min_confidence": self.min_confidence,
-            "min_ratio": self.min_ratio,
-            "max_chars": self.max_chars,
-        }
-
-
 def in_process_backend(catalog: LanguageCatalog, thresholds: Thresholds, kind: str = "full") -> DetectBackend:
     """Detection in this process (lingua's models load on the first detection)."""
     from pgrecall.domain.detectors import make_detector
 
-    detector = make_detector(
-        kind,
-        catalog.supported_codes(),
-        min_letters=thresholds.min_letters,
-        min_confidence=thresholds.min_confidence,
-        min_ratio=thresholds.min_ratio,
-        max_chars=thresholds.max_chars,
-    )
-    return detector.detect
+    return make_detector(kind, catalog.supported_codes(), thresholds).detect
 
 
 class LanguageDetector:

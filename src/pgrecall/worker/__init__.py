@@ -4,7 +4,7 @@ Clients talk to it over a private unix socket (protocol.py). For the rest of pgr
 
 * ``WorkerEmbedder.from_settings(settings)`` — an Embedder (model/dim known without loading);
   ``.client.start()`` at server start, ``.ready()`` / ``.state()`` before a search, ``.wait_ready(t)``.
-* ``WorkerDetector(embedder.client).detect(text, codes, min_letters=…, …)`` — a ``Detection``.
+* ``WorkerDetector(embedder.client).detect(text, codes, thresholds)`` — a ``Detection``.
 * ``client.close()`` at process exit (a killed process is pruned anyway); ``lifecycle.stop_worker``,
   ``lifecycle.worker_status`` for a ``pgrecall worker stop|status`` command.
 

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from pgrecall.config import Settings
-from pgrecall.domain.detection import Detection
+from pgrecall.domain.detection import DEFAULT_THRESHOLDS, Detection, Thresholds
 from pgrecall.embeddings.base import EmbeddingError, check_texts, to_unit_rows
 from pgrecall.errors import PgrecallError
 from pgrecall.worker import lifecycle
 from pgrecall.worker.models import READY
-from pgrecall.worker.protocol import Frame, ProtocolError, Thresholds, decode_vectors
+from pgrecall.worker.protocol import Frame, ProtocolError, decode_vectors
 from pgrecall.worker.transport import NotRunningError, WorkerUnavailableError, call
 
 # Passages are sent in chunks so one request stays far below the frame cap and a caller's timeout
@@ -278,19 +278,14 @@ class WorkerDetector:
         self,
         texts: Sequence[str],
         codes: Iterable[str],
-        *,
-        min_letters: int = 20,
-        min_confidence: float = 0.2,
-        min_ratio: float = 1.2,
-        max_chars: int = 2000,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
     ) -> list[Detection]:
         """Detect the language of each text among codes; WorkerUnavailableError on failure."""
         items = check_texts(texts)
-        limits = Thresholds(min_letters, min_confidence, min_ratio, max_chars)
         header = {
             "op": "detect",
             "codes": sorted({code.lower() for code in codes}),
-            "thresholds": limits.as_dict(),
+            "thresholds": thresholds.as_dict(),
         }
         out: list[Detection] = []
         for chunk in _chunks(items, 256, _CHUNK_CHARS):
@@ -301,9 +296,11 @@ class WorkerDetector:
             out.extend(_detection(item) for item in results)
         return out
 
-    def detect(self, text: str, codes: Iterable[str], **thresholds: Any) -> Detection:
+    def detect(
+        self, text: str, codes: Iterable[str], thresholds: Thresholds = DEFAULT_THRESHOLDS
+    ) -> Detection:
         """Detect the language of one text among codes (thresholds as in ShortTextDetector)."""
-        return self.detect_many([text], codes, **thresholds)[0]
+        return self.detect_many([text], codes, thresholds)[0]
 
 
 def _detection(item: object) -> Detection:

@@ -45,14 +45,7 @@ class DetectorCache:
             codes, limits = key
             started = time.perf_counter()
             # PGRECALL_DETECTOR reaches the worker (and this child) in the environment it starts with.
-            detector = make_detector(
-                os.environ.get("PGRECALL_DETECTOR", "full"),
-                codes,
-                min_letters=limits.min_letters,
-                min_confidence=limits.min_confidence,
-                min_ratio=limits.min_ratio,
-                max_chars=limits.max_chars,
-            )
+            detector = make_detector(os.environ.get("PGRECALL_DETECTOR", "full"), codes, limits)
             log.info("detector for %d languages built in %.2f s", len(codes), time.perf_counter() - started)
             self._detectors[key] = detector
         return detector
