@@ -21,13 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pgrecall.language import ISO_TO_CONFIG, LanguageCatalog, LanguageDetector
-
-from pgrecall.domain.detection import ShortTextDetector, lingua_models
+from pgrecall.domain.detection import ShortTextDetector, Thresholds, lingua_models
+from pgrecall.domain.detection_full import AllLanguagesDetector
+from pgrecall.domain.language import ISO_TO_CONFIG
 from pgrecall.evaluation import detection_devset as devset
 
 STEMMABLE = frozenset(ISO_TO_CONFIG)
-MIN_LETTERS, MIN_CONFIDENCE, MIN_RATIO = 20, 0.2, 1.2
+THRESHOLDS = Thresholds(min_letters=20, min_confidence=0.2, min_ratio=1.2)
 
 # A fresh interpreter per configuration, so that lingua's per-language model caches never mix.
 MEMORY_PROBE = r"""
@@ -35,18 +35,16 @@ import json, sys, time, psutil
 kind, texts = sys.argv[1], json.loads(sys.stdin.read())
 proc = psutil.Process()
 started = time.perf_counter()
+from pgrecall.domain.language import ISO_TO_CONFIG
 if kind == "baseline":
-    from pgrecall.language import ISO_TO_CONFIG, LanguageCatalog, LanguageDetector
-    det = LanguageDetector(LanguageCatalog(set(ISO_TO_CONFIG.values())))
-    det.warm_up()
-    detect = det.detect
-    loaded = lambda: sorted(ISO_TO_CONFIG)
+    from pgrecall.domain.detection_full import AllLanguagesDetector
+    det = AllLanguagesDetector(ISO_TO_CONFIG)
+    det.detect("Loading every model before the clock stops: this sentence is long enough.")
 else:
     from pgrecall.domain.detection import ShortTextDetector
-    from pgrecall.language import ISO_TO_CONFIG
     det = ShortTextDetector(ISO_TO_CONFIG)
-    detect = det.detect
-    loaded = det.loaded_languages
+detect = det.detect
+loaded = det.loaded_languages
 load_s = time.perf_counter() - started
 started = time.perf_counter()
 for text in texts:
@@ -58,22 +56,14 @@ print(json.dumps({"rss_mb": proc.memory_info().rss / 1e6, "load_s": load_s,
 
 
 def baseline_detector() -> Callable[[str], str | None]:
-    """Today's rule: lingua high accuracy over every stemmable language (pgrecall.language)."""
-    det = LanguageDetector(
-        LanguageCatalog(set(ISO_TO_CONFIG.values())),
-        min_letters=MIN_LETTERS,
-        min_confidence=MIN_CONFIDENCE,
-        min_ratio=MIN_RATIO,
-    )
-    det.warm_up()
+    """The full detector: lingua high accuracy over every stemmable language."""
+    det = AllLanguagesDetector(ISO_TO_CONFIG, THRESHOLDS)
     return lambda text: det.detect(text).iso
 
 
 def new_detector() -> Callable[[str], str | None]:
     """ShortTextDetector over every stemmable language, same thresholds."""
-    det = ShortTextDetector(
-        ISO_TO_CONFIG, min_letters=MIN_LETTERS, min_confidence=MIN_CONFIDENCE, min_ratio=MIN_RATIO
-    )
+    det = ShortTextDetector(ISO_TO_CONFIG, THRESHOLDS)
     # Answers do not depend on which models stay loaded; a budget for all ~90 languages of the dev set
     # only spares reloading them (the memory runs below keep the default budget).
     lingua_models().set_budget(100)
@@ -240,11 +230,7 @@ def main() -> None:
             "half": args.half,
             "texts": len(texts),
             "languages": len({t.lang for t in texts}),
-            "thresholds": {
-                "min_letters": MIN_LETTERS,
-                "min_confidence": MIN_CONFIDENCE,
-                "min_ratio": MIN_RATIO,
-            },
+            "thresholds": THRESHOLDS.as_dict(),
             "accuracy": results,
             "memory": mem,
         }

@@ -16,9 +16,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from pgrecall.language import ISO_TO_CONFIG, LanguageCatalog, LanguageDetector
-
 from pgrecall.domain import detection
+from pgrecall.domain.detection_full import AllLanguagesDetector
+from pgrecall.domain.language import ISO_TO_CONFIG
 
 STEMMABLE = frozenset(ISO_TO_CONFIG)
 
@@ -57,8 +57,7 @@ def main() -> None:
     parser.add_argument("settings", nargs="+", help="K,OVERWHELMING,SHORTCUT_MIN_WORDS,LOOKALIKE_WEIGHT")
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.devset.read_text(encoding="utf-8").splitlines() if line]
-    base = LanguageDetector(LanguageCatalog(set(ISO_TO_CONFIG.values())))
-    base.warm_up()
+    base = AllLanguagesDetector(ISO_TO_CONFIG)
     results = {"baseline": tally(rows, [base.detect(r["text"]).iso for r in rows])}
     detection.lingua_models().set_budget(200)
     for setting in args.settings:
