@@ -9,7 +9,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pgrecall.config import Settings
 from pgrecall.mcp.http_guard import HostPolicy, max_request_bytes
 from tests.helpers.mcp_calls import call
+from tests.helpers.subprocess_server import running_http_server
 from tests.helpers.subprocess_server import server_env as _env
 
 pytestmark = pytest.mark.anyio
@@ -39,13 +39,6 @@ _INITIALIZE = json.dumps(
         },
     }
 ).encode()
-
-
-def _free_port(host: str) -> int:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def _request(
@@ -69,43 +62,8 @@ def _request(
 @contextmanager
 def _serve(env: dict[str, str], log_path: Path, host: str, *extra: str) -> Iterator[int]:
     """`pgrecall serve --transport http --host HOST` on a free port; yields the port once healthy."""
-    port = _free_port(host)
-    shown = f"[{host}]" if ":" in host else host
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pgrecall",
-                "serve",
-                "--transport",
-                "http",
-                "--host",
-                host,
-                "--port",
-                str(port),
-                *extra,
-            ],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if _request(host, port, "GET", "/healthz", {"Host": f"{shown}:{port}"})[0] == 200:
-                        break
-                except OSError:
-                    pass
-                assert proc.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, "server did not become healthy"
-                time.sleep(0.2)
-            yield port
-        finally:
-            proc.terminate()
-            proc.wait(30)
-    assert proc.returncode == 0, log_path.read_text()
+    with running_http_server(env, log_path, *extra, host=host) as base:
+        yield int(base.rsplit(":", 1)[1])
 
 
 async def _session_works(url: str, headers: dict[str, str]) -> None:

@@ -25,24 +25,32 @@ def server_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on at `host` (IPv4 or IPv6 literal)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as sock:
+        sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
 @contextmanager
-def running_http_server(env: dict[str, str], log_path: Path, *extra: str) -> Iterator[str]:
-    """Start `pgrecall serve --transport http` on a free port; yield its base URL once healthy."""
-    port = _free_port()
+def running_http_server(
+    env: dict[str, str], log_path: Path, *extra: str, host: str = "127.0.0.1"
+) -> Iterator[str]:
+    """Start `pgrecall serve --transport http --host HOST` on a free port; yield its base URL once healthy."""
+    port = free_port(host)
     log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pgrecall", "serve", "--transport", "http", "--port", str(port), *extra],
+        [
+            *(sys.executable, "-m", "pgrecall", "serve", "--transport", "http"),
+            *("--host", host, "--port", str(port), *extra),
+        ],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    base = f"http://127.0.0.1:{port}"
+    # urllib sends the URL's host as Host: the bind address itself, which the server answers to.
+    base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     try:
         deadline = time.monotonic() + 120
         while True:
