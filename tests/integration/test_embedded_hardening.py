@@ -9,12 +9,10 @@ import hashlib
 import os
 import selectors
 import signal
-import socket
 import stat
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ from pgrecall.config import Settings
 from pgrecall.db.database import Database
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.errors import DatabaseUnavailableError
+from tests.helpers.hanging_server import hanging_server
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 NOBODY = 65534
@@ -234,29 +233,8 @@ def test_db_stop_refuses_while_another_process_holds_it(short_home: Path) -> Non
 @pytest.fixture
 def silent_listener() -> Iterator[int]:
     """A loopback TCP port that accepts connections and never says a word."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    listener.settimeout(0.2)
-    held: list[socket.socket] = []
-    done = threading.Event()
-
-    def accept() -> None:
-        while not done.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            held.append(conn)
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield int(listener.getsockname()[1])
-    done.set()
-    thread.join(5)
-    for conn in held:
-        conn.close()
-    listener.close()
+    with hanging_server() as server:
+        yield server.port
 
 
 def test_a_silent_server_fails_the_connect_naming_the_timeout(silent_listener: int, tmp_path: Path) -> None:
