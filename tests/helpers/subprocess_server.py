@@ -25,6 +25,13 @@ def server_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+def run_pgrecall(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m pgrecall ARGS` in `env`, output captured as text; a hang fails after `timeout`."""
+    return subprocess.run(
+        [sys.executable, "-m", "pgrecall", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nobody listens on at `host` (IPv4 or IPv6 literal)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

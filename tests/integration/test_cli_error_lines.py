@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pgrecall.db.embedded import EmbeddedServer
+from tests.helpers.subprocess_server import run_pgrecall
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -22,9 +22,7 @@ def _cli(home: Path, *args: str, url: str | None = None) -> subprocess.Completed
     env.update(PYTHONPATH=str(SRC), PGRECALL_HOME=str(home), PGRECALL_MODELS="in-process")
     if url is not None:
         env["PGRECALL_DATABASE_URL"] = url
-    return subprocess.run(
-        [sys.executable, "-m", "pgrecall", *args], env=env, capture_output=True, text=True, timeout=180
-    )
+    return run_pgrecall(env, *args, timeout=180)
 
 
 def _one_line_failure(result: subprocess.CompletedProcess[str]) -> str:

@@ -25,6 +25,7 @@ from pgrecall.db.database import Database
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.errors import DatabaseUnavailableError
 from tests.helpers.hanging_server import hanging_server
+from tests.helpers.subprocess_server import run_pgrecall
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 NOBODY = 65534
@@ -37,13 +38,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def _cli(home: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pgrecall", *args],
-        env=_env(home, **extra),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return run_pgrecall(_env(home, **extra), *args, timeout=180)
 
 
 def _expected_owner() -> int:
