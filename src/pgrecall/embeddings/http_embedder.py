@@ -111,9 +111,7 @@ class HttpEmbedder:
         if mode not in get_args(PrefixMode):
             raise ConfigurationError(f"PGRECALL_EMBEDDING_PREFIX_MODE must be one of {get_args(PrefixMode)}")
         self._mode: PrefixMode = mode
-        self._backoff_s = (
-            backoff_s if backoff_s is not None else 0.5
-        )
+        self._backoff_s = backoff_s if backoff_s is not None else 0.5
         self._max_backoff_s = max_backoff_s
         self._mode_lock = threading.Lock()
         headers = {"Accept": "application/json"}
