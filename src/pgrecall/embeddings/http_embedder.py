@@ -27,7 +27,8 @@ from typing import Any, Literal, get_args
 import httpx
 import numpy as np
 
-from pgrecall.config import PrefixMode, Settings
+from pgrecall.config import PrefixMode as PrefixMode
+from pgrecall.config import Settings
 from pgrecall.embeddings.base import EmbeddingError, batches, check_texts, to_unit_rows
 from pgrecall.errors import ConfigurationError
 
