@@ -1,4 +1,7 @@
-"""Entry commands of the CLI (add, get, list, delete, restore): the same service the MCP tools use."""
+"""Entry commands of the CLI (add, get, list, update, delete, restore): the service the MCP tools use.
+
+Ids may be given whole or by a unique start or end (at least 4 hex digits; `list` shows the end).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +11,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pgrecall.cli.common import echo_json, fail, open_app
+from pgrecall.cli import output
+from pgrecall.cli.common import fail, open_app
+from pgrecall.cli.output import JsonFlag
 
 if TYPE_CHECKING:
     from pgrecall.domain.entries import Entry
+    from pgrecall.services.entries import Written
+
+IdArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="ID", help="Entry id, or a unique start or end of it (4+ hex digits, as `list` shows)."
+    ),
+]
 
 
 def _entry_json(entry: Entry, active_model: str | None) -> dict[str, Any]:
@@ -23,31 +36,61 @@ def _entry_json(entry: Entry, active_model: str | None) -> dict[str, Any]:
     return data
 
 
+def _written_json(written: Written, active_model: str | None) -> dict[str, Any]:
+    out = _entry_json(written.entry, active_model)
+    out["language_resolution"] = written.language.how
+    return out
+
+
+def _written_line(verb: str, data: dict[str, Any]) -> str:
+    pending = ", vector pending" if data["vector_pending"] else ""
+    return (
+        f"{verb} {data['id']} (version {data['version']}, {data['language']} "
+        f"{data['language_resolution']}{pending})"
+    )
+
+
+def _metadata(metadata: str | None) -> dict[str, Any] | None:
+    if metadata is None:
+        return None
+    try:
+        meta = json.loads(metadata)
+    except ValueError as exc:
+        fail(f"metadata: not valid JSON ({exc})")
+    if not isinstance(meta, dict):
+        fail("metadata: must be a JSON object")
+    return meta
+
+
+def _read(text: str) -> str:
+    return typer.get_text_stream("stdin").read() if text == "-" else text
+
+
 def add(
-    text: Annotated[str, typer.Argument(help="The entry text ('-' reads standard input).")],
-    title: Annotated[str | None, typer.Option(help="Short title.")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="A tag (repeatable).")] = None,
-    source: Annotated[str | None, typer.Option(help="Where it came from (URL, file, conversation).")] = None,
-    kind: Annotated[str | None, typer.Option(help="note, fact, decision, doc, …")] = None,
-    language: Annotated[str | None, typer.Option(help="ISO 639-1 code; omit to detect.")] = None,
-    metadata: Annotated[str | None, typer.Option(help="A JSON object.")] = None,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The entry text ('-' reads standard input).")],
+    title: Annotated[str | None, typer.Option(metavar="TEXT", help="Short title.")] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", "-t", metavar="TAG", help="A tag (repeatable).")
+    ] = None,
+    source: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Where it came from (URL, file, conversation).")
+    ] = None,
+    kind: Annotated[str | None, typer.Option(metavar="KIND", help="note, fact, decision, doc, …")] = None,
+    language: Annotated[
+        str | None, typer.Option(metavar="CODE", help="ISO 639-1 code; omit to detect.")
+    ] = None,
+    metadata: Annotated[str | None, typer.Option(metavar="JSON", help="A JSON object.")] = None,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Store one entry and print it as JSON."""
+    """Store one entry: on a terminal one line with its id, else (or with --json) the entry as JSON."""
     from pgrecall.errors import PgrecallError
 
-    if text == "-":
-        text = typer.get_text_stream("stdin").read()
-    meta = None
-    if metadata is not None:
-        try:
-            meta = json.loads(metadata)
-        except ValueError as exc:
-            fail(f"metadata: not valid JSON ({exc})")
+    meta = _metadata(metadata)
     with open_app() as opened:
         try:
             written = opened.entries.add(
                 opened.settings.owner,
-                text=text,
+                text=_read(text),
                 title=title,
                 tags=tag,
                 source=source,
@@ -57,34 +100,47 @@ def add(
             )
         except PgrecallError as exc:
             fail(str(exc))
-        out = _entry_json(written.entry, opened.active_model)
-        out["language_resolution"] = written.language.how
-    echo_json(out)
+        out = _written_json(written, opened.active_model)
+    output.emit(out, as_json, lambda d: _written_line("added", d))
 
 
-def get(entry_id: Annotated[str, typer.Argument(help="Entry id (UUID).")]) -> None:
-    """Print one entry as JSON (deleted ones too, with deleted_at set)."""
+def get(entry_id: IdArgument, as_json: JsonFlag = False) -> None:
+    """Print one entry (deleted ones too, with deleted_at set): text on a terminal, else JSON."""
     from pgrecall.errors import PgrecallError
 
     # The embedder loads lazily: opening it only names the active model (for vector_pending).
     with open_app() as opened:
+        owner = opened.settings.owner
         try:
-            entry = opened.entries.get(opened.settings.owner, entry_id, include_deleted=True)
+            ident = opened.entries.resolve_id(owner, entry_id, include_deleted=True)
+            entry = opened.entries.get(owner, ident, include_deleted=True)
         except PgrecallError as exc:
             fail(str(exc))
-        echo_json(_entry_json(entry, opened.active_model))
+        out = _entry_json(entry, opened.active_model)
+    output.emit(out, as_json, output.entry_text)
 
 
 def list_entries(
-    limit: Annotated[int, typer.Option(help="Entries per page (1-200).")] = 20,
-    cursor: Annotated[str | None, typer.Option(help="next_cursor of the previous page.")] = None,
-    kind: Annotated[str | None, typer.Option()] = None,
-    source: Annotated[str | None, typer.Option()] = None,
-    language: Annotated[str | None, typer.Option(help="ISO 639-1 code.")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="Entries with all these tags.")] = None,
-    deleted: Annotated[bool, typer.Option("--deleted", help="Include soft-deleted entries.")] = False,
+    limit: Annotated[int, typer.Option(metavar="N", help="Entries per page (1-200).")] = 20,
+    cursor: Annotated[
+        str | None, typer.Option(metavar="CURSOR", help="next_cursor of the previous page.")
+    ] = None,
+    kind: Annotated[str | None, typer.Option(metavar="KIND", help="Only entries of this kind.")] = None,
+    source: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Only entries with exactly this source.")
+    ] = None,
+    language: Annotated[
+        str | None, typer.Option(metavar="CODE", help="Only entries in this language (ISO 639-1 code).")
+    ] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", metavar="TAG", help="Only entries with all these tags.")
+    ] = None,
+    deleted: Annotated[
+        bool, typer.Option("--deleted", help="Include soft-deleted entries (marked †).")
+    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Print one page of entries, newest first, and the cursor of the next page."""
+    """One page of entries, newest first: a table on a terminal, else JSON with the next page's cursor."""
     from pgrecall.domain.entries import EntryFilters
     from pgrecall.errors import PgrecallError
 
@@ -95,28 +151,96 @@ def list_entries(
         except PgrecallError as exc:
             fail(str(exc))
         entries = [_entry_json(e, opened.active_model) for e in page.entries]
-    echo_json({"entries": entries, "next_cursor": page.next_cursor})
+    out = {"entries": entries, "next_cursor": page.next_cursor}
+
+    def render(data: dict[str, Any]) -> str:
+        if not entries:
+            return "no entries"
+        more = f"\nmore: pgrecall list --cursor {page.next_cursor}" if page.next_cursor else ""
+        return output.entries_table(entries) + more
+
+    output.emit(out, as_json, render)
 
 
-def delete(entry_id: Annotated[str, typer.Argument(help="Entry id (UUID).")]) -> None:
+def update(
+    entry_id: IdArgument,
+    text: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="New full text ('-' reads standard input).")
+    ] = None,
+    title: Annotated[str | None, typer.Option(metavar="TEXT", help='New title ("" clears it).')] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", "-t", metavar="TAG", help="A tag (repeatable); the given tags replace all."),
+    ] = None,
+    no_tags: Annotated[bool, typer.Option("--no-tags", help="Remove every tag.")] = False,
+    kind: Annotated[str | None, typer.Option(metavar="KIND", help="New kind.")] = None,
+    source: Annotated[str | None, typer.Option(metavar="TEXT", help='New source ("" clears it).')] = None,
+    metadata: Annotated[
+        str | None, typer.Option(metavar="JSON", help="A JSON object that replaces the metadata.")
+    ] = None,
+    language: Annotated[
+        str | None, typer.Option(metavar="CODE", help="ISO 639-1 code; changing it re-stems the entry.")
+    ] = None,
+    expected_version: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="Only update if the entry is still at this version (else it fails)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Change an entry; only the given fields change. A new text or title re-embeds it."""
+    from pgrecall.errors import PgrecallError
+
+    if tag and no_tags:
+        fail("--tag and --no-tags exclude each other", 2)
+    meta = _metadata(metadata)
+    extra: dict[str, Any] = {}
+    if title is not None:
+        extra["title"] = title
+    if source is not None:
+        extra["source"] = source
+    with open_app() as opened:
+        owner = opened.settings.owner
+        try:
+            ident = opened.entries.resolve_id(owner, entry_id)
+            written = opened.entries.update(
+                owner,
+                ident,
+                text=_read(text) if text is not None else None,
+                tags=[] if no_tags else tag,
+                kind=kind,
+                metadata=meta,
+                language=language,
+                expected_version=expected_version,
+                **extra,
+            )
+        except PgrecallError as exc:
+            fail(str(exc))
+        out = _written_json(written, opened.active_model)
+    output.emit(out, as_json, lambda d: _written_line("updated", d))
+
+
+def delete(entry_id: IdArgument) -> None:
     """Soft-delete an entry (restore brings it back)."""
     from pgrecall.errors import PgrecallError
 
     with open_app(with_embedder=False) as opened:
+        owner = opened.settings.owner
         try:
-            entry = opened.entries.delete(opened.settings.owner, entry_id)
+            entry = opened.entries.delete(owner, opened.entries.resolve_id(owner, entry_id))
         except PgrecallError as exc:
             fail(str(exc))
     typer.echo(f"deleted {entry.id}")
 
 
-def restore(entry_id: Annotated[str, typer.Argument(help="Entry id (UUID).")]) -> None:
+def restore(entry_id: IdArgument) -> None:
     """Bring back a soft-deleted entry."""
     from pgrecall.errors import PgrecallError
 
     with open_app(with_embedder=False) as opened:
+        owner = opened.settings.owner
         try:
-            entry = opened.entries.restore(opened.settings.owner, entry_id)
+            ident = opened.entries.resolve_id(owner, entry_id, include_deleted=True)
+            entry = opened.entries.restore(owner, ident)
         except PgrecallError as exc:
             fail(str(exc))
     typer.echo(f"restored {entry.id}")
@@ -127,5 +251,6 @@ def register(app: typer.Typer) -> None:
     app.command("add")(add)
     app.command("get")(get)
     app.command("list")(list_entries)
+    app.command("update")(update)
     app.command("delete")(delete)
     app.command("restore")(restore)

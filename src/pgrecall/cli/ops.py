@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
-from pgrecall.cli.common import echo_json, fail, open_app
+from pgrecall.cli import output
+from pgrecall.cli.common import fail, open_app
+from pgrecall.cli.output import JsonFlag
 
 
 def reembed(
@@ -36,10 +38,11 @@ def reembed(
     typer.echo(f"filled {sum(filled.values())} vectors for {embedder.model}; {left} still pending")
 
 
-def stats() -> None:
+def stats(as_json: JsonFlag = False) -> None:
     """Entries by language and kind, pending vectors, the embedding model and the schema revision."""
     with open_app(with_embedder=True) as opened:
-        echo_json(asdict(opened.entries.stats(opened.settings.owner)))
+        figures = asdict(opened.entries.stats(opened.settings.owner))
+    output.emit(figures, as_json, output.stats_text)
 
 
 def register(app: typer.Typer) -> None:

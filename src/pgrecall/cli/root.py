@@ -9,23 +9,57 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
 
-from pgrecall.cli import bench, common, db, entries, eval, migrate, ops, serve, tokens, transfer
+from pgrecall.cli import bench, common, db, entries, eval, migrate, ops, search, serve, tokens, transfer
+
+# Shells complete `pgrecall`, whatever started us (`python -m pgrecall` would name itself otherwise).
+PROG_NAME = "pgrecall"
+_TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "Path": "PATH", "datetime": "DATETIME"}
 
 app = typer.Typer(
     help="pgrecall: a memory and knowledge store for AI assistants, kept in PostgreSQL.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
+
+
+def _plain_type(param: Any, ctx: Any) -> str | None:
+    """The value placeholder help shows: the option's metavar, click's TEXT/INTEGER…, none for flags."""
+    if isinstance(param, typer.core.TyperArgument):
+        return None  # the argument's name already stands in the first column
+    if param.metavar is not None:
+        return str(param.metavar)
+    if param.is_flag or param.count:
+        return None
+    label = str(param.display_type(ctx)).strip("<>").removeprefix("list[").removesuffix("]")
+    label = label.removesuffix(" range")
+    return _TYPE_NAMES.get(label) or (f"[{label}]" if "|" in label else label.upper())
+
+
+# typer 0.29 shows Python types in angle brackets (`<str>`, `<bool>` even for flags) in every
+# command's help; one replacement here covers every command module.
+typer.core.TyperOption.display_type_rich = _plain_type  # type: ignore[method-assign,assignment]
+typer.core.TyperArgument.display_type_rich = _plain_type  # type: ignore[method-assign,assignment]
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        version()
+        raise typer.Exit()
 
 
 @app.callback()
 def _main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO on stderr.")] = False,
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
@@ -53,6 +87,7 @@ app.add_typer(db.app, name="db")
 app.add_typer(migrate.app, name="migrate")
 app.add_typer(tokens.app, name="token")
 entries.register(app)
+search.register(app)
 ops.register(app)
 transfer.register(app)
 serve.register(app)
@@ -62,4 +97,4 @@ bench.register(app)
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    app(prog_name=PROG_NAME)

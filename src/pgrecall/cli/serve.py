@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
+import threading
 from enum import StrEnum
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
@@ -13,6 +15,8 @@ import typer
 from pgrecall.cli.common import fail, settings
 
 if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
     from pgrecall.app import App
     from pgrecall.mcp.runtime import Runtime
 
@@ -136,7 +140,9 @@ def serve(
             "serving",
             extra={"fields": {"transport": transport.value, "auth": auth_base_url is not None}},
         )
-        if policy is None:
+        if policy is None and sys.stdin.isatty():
+            _serve_terminal(server)
+        elif policy is None:
             anyio.run(server.run_stdio_async)
         else:
             import uvicorn
@@ -155,6 +161,36 @@ def serve(
         runtime.stop()
         runtime.close()
         log.info("stopped")
+
+
+def _serve_terminal(server: MCPServer) -> None:
+    """Serve stdio when a person started `serve` by hand: say what it waits for; Ctrl-C stops it.
+
+    The server runs in a daemon thread, and the threads it starts are daemons too (they inherit
+    it): one of them is blocked reading the terminal, cannot be interrupted, and would otherwise
+    hold the first Ctrl-C (the event loop waits for that read before it can stop).
+    """
+    import anyio
+
+    typer.echo(
+        "pgrecall: waiting for an MCP client on stdin (this is meant to be started by an MCP client; "
+        "Ctrl-C stops)",
+        err=True,
+    )
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            anyio.run(server.run_stdio_async)
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="mcp-stdio", daemon=True)
+    thread.start()
+    while thread.is_alive():  # Ctrl-C arrives here, in the main thread, as KeyboardInterrupt
+        thread.join(0.5)
+    if failed:
+        raise failed[0]
 
 
 def _open_or_fail(runtime: Runtime) -> None:

@@ -35,11 +35,27 @@ from pgrecall.domain.validation import (
     parse_id,
 )
 from pgrecall.embeddings.base import Embedder, EmbeddingError
+from pgrecall.errors import InvalidInputError, NotFoundError
 from pgrecall.store.entries import EntryStore
 
 log = logging.getLogger(__name__)
 
 _UNSET: Any = object()
+# Shortest id part accepted: 4 hex digits (16 bits, git's minimum too). Shorter ones match too
+# much to be worth typing; a part that still matches several entries is refused, never guessed.
+MIN_ID_PART = 4
+_SHOWN_CANDIDATES = 5
+_HEX = frozenset("0123456789abcdef")
+
+
+def id_digits(given: str) -> str:
+    """The hex digits of a partial id (dashes dropped), or InvalidInputError."""
+    digits = given.strip().replace("-", "").lower()
+    if not digits or not set(digits) <= _HEX or len(digits) > 32:
+        raise InvalidInputError("id", f"must be a UUID or a part of one (hex digits), got {given[:60]!r}")
+    if len(digits) < MIN_ID_PART:
+        raise InvalidInputError("id", f"{given!r} is too short: give at least {MIN_ID_PART} hex digits")
+    return digits
 
 
 @dataclass(frozen=True)
@@ -153,6 +169,32 @@ class EntryService:
 
     def _pending(self, entry: Entry) -> bool:
         return vector_pending(entry, self.embedder.model if self.embedder is not None else None)
+
+    def resolve_id(self, owner: str, given: str, *, include_deleted: bool = False) -> uuid.UUID:
+        """The one entry whose id starts or ends with `given` (a full UUID is taken as it is).
+
+        Ids are UUIDv7: their first 12 digits are the creation millisecond, shared by everything
+        written within a minute for 8 digits, so the CLI shows the random end and both ends match.
+        """
+        try:
+            return uuid.UUID(given.strip())
+        except ValueError:
+            pass
+        digits = id_digits(given)
+        low, high = uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
+        room = _SHOWN_CANDIDATES + 1
+        found = self.store.ids_in_range(owner, low, high, include_deleted=include_deleted, limit=room)
+        ending = self.store.ids_ending(owner, digits, include_deleted=include_deleted, limit=room)
+        found = sorted(set(found) | set(ending))
+        if not found:
+            raise NotFoundError(f"id: no entry whose id starts or ends with {given.strip()}")
+        if len(found) > 1:
+            shown = ", ".join(str(i) for i in found[:_SHOWN_CANDIDATES])
+            more = ", …" if len(found) > _SHOWN_CANDIDATES else ""
+            raise InvalidInputError(
+                "id", f"{given.strip()!r} matches several entries ({shown}{more}); give more digits"
+            )
+        return found[0]
 
     def get(self, owner: str, entry_id: str | uuid.UUID, *, include_deleted: bool = False) -> Entry:
         """One entry by id."""

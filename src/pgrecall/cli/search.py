@@ -1,0 +1,164 @@
+"""`pgrecall search`: the search tool's retrieval (pins, dedup, diversity) from the command line."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pgrecall.cli import output
+from pgrecall.cli.common import fail, open_app
+from pgrecall.cli.output import JsonFlag
+
+if TYPE_CHECKING:
+    from pgrecall.services.retrieval import Ranked, Retrieved
+
+_WHEN = "ISO 8601 date or time, e.g. 2026-01-31 or 2026-01-31T12:00+02:00; no offset means UTC"
+
+
+def _moment(option: str, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value.strip())
+    except ValueError:
+        fail(f"{option}: {value!r} is not an {_WHEN}", 2)
+
+
+def _hit_json(rank: int, ranked: Ranked, explain: bool) -> dict[str, Any]:
+    from pgrecall.domain.text import snippet
+
+    entry, hit = ranked.entry, ranked.hit
+    out: dict[str, Any] = {
+        "rank": rank,
+        "id": str(entry.id),
+        "title": entry.title,
+        "snippet": hit.snippet if hit is not None else snippet(entry.body),
+        "tags": entry.tags,
+        "kind": entry.kind,
+        "source": entry.source,
+        "language": entry.language,
+        "content_hash": entry.content_hash,
+        "created_at": entry.created_at,
+        "updated_at": entry.updated_at,
+        "score": ranked.score,
+        "pinned": ranked.pinned,
+    }
+    if explain:
+        out["breakdown"] = asdict(hit.breakdown) if hit is not None else None
+    return out
+
+
+def _result_json(result: Retrieved, explain: bool) -> dict[str, Any]:
+    return {
+        "status": result.status,
+        "degraded": result.degraded,
+        "degraded_reason": result.degraded_reason,
+        "used": result.used,
+        "selection_ignored": result.selection_ignored,
+        "hits": [_hit_json(i, r, explain) for i, r in enumerate(result.items, start=1)],
+        "missing_pins": result.missing_pins,
+        "timings": result.timings,
+    }
+
+
+def _render(data: dict[str, Any]) -> str:
+    lines = []
+    if data["hits"]:
+        lines.append(output.hits_table(data["hits"]))
+    else:
+        lines.append("no entries stored yet" if data["status"] == "empty_store" else "no matches")
+    if data["degraded"]:
+        lines.append(f"note: degraded search ({data['degraded_reason']})")
+    if data["selection_ignored"]:
+        lines.append(f"note: selection ignored ({data['selection_ignored']})")
+    if data["missing_pins"]:
+        lines.append("note: pinned hashes not found: " + ", ".join(data["missing_pins"]))
+    explained = [h for h in data["hits"] if h.get("breakdown")]
+    if explained:
+        lines.append("")
+        lines.extend(output.breakdown_line(h) for h in explained)
+    return "\n".join(lines)
+
+
+def search(
+    query: Annotated[
+        str | None,
+        typer.Argument(metavar="QUERY", help="What you are looking for, in plain words, any language."),
+    ] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", metavar="N", help="Results wanted (1-50).")] = 5,
+    mode: Annotated[str, typer.Option(metavar="MODE", help="hybrid, vector or lexical.")] = "hybrid",
+    language: Annotated[
+        str | None, typer.Option(metavar="CODE", help="Only entries in this language (ISO 639-1 code).")
+    ] = None,
+    kind: Annotated[str | None, typer.Option(metavar="KIND", help="Only entries of this kind.")] = None,
+    source: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Only entries with exactly this source.")
+    ] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", metavar="TAG", help="Only entries with all these tags.")
+    ] = None,
+    any_tag: Annotated[
+        list[str] | None,
+        typer.Option("--any-tag", metavar="TAG", help="Only entries with at least one of these tags."),
+    ] = None,
+    created_after: Annotated[str | None, typer.Option(metavar="WHEN", help="Created at or after.")] = None,
+    created_before: Annotated[str | None, typer.Option(metavar="WHEN", help="Created before.")] = None,
+    updated_after: Annotated[str | None, typer.Option(metavar="WHEN", help="Updated at or after.")] = None,
+    updated_before: Annotated[str | None, typer.Option(metavar="WHEN", help="Updated before.")] = None,
+    min_score: Annotated[
+        float | None,
+        typer.Option(metavar="COS", help="Minimum cosine similarity of the vector branch (-1..1)."),
+    ] = None,
+    pin: Annotated[
+        list[str] | None,
+        typer.Option("--pin", metavar="HASH", help="A content_hash to put first (repeatable, in order)."),
+    ] = None,
+    selected_text: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Also find entries related to this text.")
+    ] = None,
+    diversify: Annotated[bool, typer.Option("--diversify", help="Re-rank for variety (MMR).")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each hit's score breakdown.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Search entries by meaning and by words: a table on a terminal, else JSON.
+
+    Dates (--created-after …) take an ISO 8601 date or time; no offset means UTC.
+    """
+    from pgrecall.domain.entries import EntryFilters
+    from pgrecall.errors import PgrecallError
+    from pgrecall.services.retrieval import RetrievalRequest
+    from pgrecall.services.search import SearchOptions
+
+    filters = EntryFilters(
+        language=language,
+        kind=kind,
+        source=source,
+        tags_all=tag,
+        tags_any=any_tag,
+        created_after=_moment("--created-after", created_after),
+        created_before=_moment("--created-before", created_before),
+        updated_after=_moment("--updated-after", updated_after),
+        updated_before=_moment("--updated-before", updated_before),
+    )
+    request = RetrievalRequest(
+        query=query,
+        selected_text=selected_text,
+        top_k=top_k,
+        pinned_hashes=pin,
+        diversify=diversify,
+        options=SearchOptions(mode=mode, filters=filters, min_similarity=min_score),
+    )
+    with open_app() as opened:
+        try:
+            result = opened.retrieval.retrieve(opened.settings.owner, request)
+        except PgrecallError as exc:
+            fail(str(exc))
+    output.emit(_result_json(result, explain), as_json, _render)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the root app."""
+    app.command("search")(search)
