@@ -49,7 +49,13 @@ async def test_tools_are_listed_with_documented_schemas(client: Client) -> None:
 )
 async def test_add_detects_language(client: Client, text: str, regconfig: str, iso: str) -> None:
     added = await call(client, "add_entry", text=text, tags=["lake"])
-    assert added["language"] == {"regconfig": regconfig, "iso": iso, "how": "detected"}
+    assert added["language"] == {
+        "regconfig": regconfig,
+        "iso": iso,
+        "how": "detected",
+        "detected": None,
+        "note": None,
+    }
     assert added["content_hash"].startswith("sha256:") and added["version"] == 1
     assert added["vector_pending"] is False and added["idempotent_replay"] is False
     fetched = await call(client, "get_entry", id=added["id"])

@@ -45,6 +45,7 @@ QUERIES: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 BROAD = ("arraycontains", "arrayoverlap")
 NARROW = ("pgrecall_tags_contain", "pgrecall_tags_overlap")
+NARROW_REVISION = "0006_narrow_tag_operators"
 
 
 def _fill(conn: psycopg.Connection[Any]) -> None:
@@ -175,7 +176,8 @@ def test_non_superuser_migration_falls_back_to_plain_sql_operators(empty_db_url:
         _fill(conn)
         conn.execute(f"GRANT CREATE ON SCHEMA public TO {role}")
         conn.execute(f"GRANT SELECT, UPDATE ON alembic_version TO {role}")
-    schema.upgrade(url, "head")
+    # Up to 0006 only: later revisions alter the entries table, which only its owner may do.
+    schema.upgrade(url, NARROW_REVISION)
     with psycopg.connect(empty_db_url) as conn:
         # Nothing LEAKPROOF was added, and the broad marks of 0005 (set as superuser) stay
         # for a superuser to remove: a plain role may not change them.
@@ -192,7 +194,7 @@ def test_non_superuser_migration_falls_back_to_plain_sql_operators(empty_db_url:
     with psycopg.connect(empty_db_url) as conn:
         assert _leakproof(conn, NARROW) == {}
     # The repair the migration's notice names: a superuser steps back and up again.
-    schema.upgrade(url, "head")
+    schema.upgrade(url, NARROW_REVISION)
     schema.downgrade(empty_db_url, "0005_row_level_security")
     schema.upgrade(empty_db_url, "head")
     with psycopg.connect(empty_db_url) as conn:

@@ -32,6 +32,8 @@ class Entry:
     deleted_at: datetime | None
     embedding_model: str | None
     embedding_dim: int | None
+    # ISO code of a language recognised but not stemmable here (the entry is then 'simple').
+    detected_language: str | None = None
 
     @property
     def deleted(self) -> bool:
@@ -67,6 +69,7 @@ class NewEntry:
     embedding: Sequence[float] | None = None
     embedding_model: str | None = None
     idempotency_key: str | None = None
+    detected_language: str | None = None  # see Entry.detected_language
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class EntryChanges:
     tags: Sequence[str] | None = None
     metadata: dict[str, Any] | None = None
     language: str | None = None
+    detected_language: str | None = None  # written together with `language`, never alone
     reset_embedding: bool = False
     embedding: Sequence[float] | None = None
     embedding_model: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,6 +50,58 @@ ISO_TO_CONFIG: dict[str, str] = {
 # The code reported for a config (norwegian has two codes; report the Bokmål one).
 CONFIG_TO_ISO: dict[str, str] = {cfg: iso for iso, cfg in reversed(list(ISO_TO_CONFIG.items()))}
 
+# Every ISO 639-1 code: a caller naming a real language we cannot stem gets 'simple' and is told
+# so; a code outside this list is a mistake and still refused.
+_ISO_639_1_CODES = """
+    aa ab ae af ak am an ar as av ay az ba be bg bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv dz
+    ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii ik
+    io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml
+    mn mr ms mt my na nb nd ne ng nl nn no nr nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd
+    se sg si sk sl sm sn so sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi
+    vo wa wo xh yi yo za zh zu"""
+ISO_639_1 = frozenset(_ISO_639_1_CODES.split())
+
+# Scripts whose languages PostgreSQL ships no config for. The regexes match runs, not single
+# characters (a few matches per text, summed by length, in C), over a bounded sample: the check
+# costs well under a millisecond on every write and never needs lingua.
+SCRIPT_SAMPLE_CHARS = 2000
+_KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9d]+")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
+_HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af]+")
+_THAI = re.compile(r"[\u0e01-\u0e3a\u0e40-\u0e4e]+")
+_LETTER = re.compile(r"[^\W\d_]+")
+# One Han, kana or Hangul character carries about as much as three Latin letters: a Japanese note
+# full of English product names is still Japanese, an English sentence quoting one word is not.
+_IDEOGRAPH_WEIGHT = 3
+
+
+def _chars(pattern: re.Pattern[str], text: str) -> int:
+    return sum(map(len, pattern.findall(text)))
+
+
+def unstemmable_script(text: str) -> str | None:
+    """ISO code (ja, zh, ko, th) when the text is mostly written in one of their scripts, else None.
+
+    Han without any kana is reported as Chinese: a Japanese text with no kana at all is rare.
+    """
+    sample = text[:SCRIPT_SAMPLE_CHARS]
+    kana, han, hangul, thai = (_chars(pattern, sample) for pattern in (_KANA, _HAN, _HANGUL, _THAI))
+    if not (kana or han or hangul or thai):
+        return None
+    others = max(_chars(_LETTER, sample) - kana - han - hangul - thai, 0)
+    weights = {
+        ("ja" if kana else "zh"): _IDEOGRAPH_WEIGHT * (kana + han),
+        "ko": _IDEOGRAPH_WEIGHT * hangul,
+        "th": thai,
+    }
+    best = max(weights, key=lambda iso: weights[iso])
+    return best if weights[best] >= others else None
+
+
+def unsupported_note(iso: str) -> str:
+    """One line telling the caller what storing an unstemmable language as 'simple' means."""
+    return f"{iso} has no text-search config on this server; stored as simple (exact-word matching only)"
+
 
 @dataclass(frozen=True)
 class Resolved:
@@ -56,8 +109,15 @@ class Resolved:
 
     regconfig: str
     iso: str | None
-    how: str  # "explicit" | "detected" | "default"
+    how: str  # "explicit" | "detected" | "default" | "unsupported" | "kept"
     confidence: float | None = None
+    # The language found (or given) when this server cannot stem it: regconfig is then 'simple'.
+    detected: str | None = None
+
+    @property
+    def note(self) -> str | None:
+        """Why a recognised language is stored unstemmed, or None."""
+        return unsupported_note(self.detected) if self.detected is not None else None
 
 
 class LanguageCatalog:
@@ -86,6 +146,17 @@ class LanguageCatalog:
             "or 'simple' (no stemming), or omit it to detect the language",
         )
 
+    def resolve_for_entry(self, value: str) -> Resolved:
+        """Like resolve_explicit, but a real ISO 639-1 code without a config is stored as 'simple'.
+
+        The caller knows the text's language: refusing the write would lose it, while storing it
+        unstemmed and saying so (how='unsupported') keeps it and lets stats count it.
+        """
+        key = value.strip().lower()
+        if key in ISO_639_1 and key not in self.codes and SIMPLE in self.configs:
+            return Resolved(SIMPLE, None, "unsupported", detected=key)
+        return self.resolve_explicit(value)
+
     def iso_for(self, regconfig: str) -> str | None:
         """ISO code of a regconfig (None for 'simple')."""
         return CONFIG_TO_ISO.get(regconfig)
@@ -110,14 +181,18 @@ class LanguageDetector:
         self._backend = backend
 
     def detect(self, text: str) -> Resolved:
-        """Best stemmable language of `text`, or 'simple' when too short or unsure."""
+        """Best stemmable language of `text`; 'simple' when unstemmable (said so), too short or unsure."""
+        script = unstemmable_script(text)
+        if script is not None and script not in self.catalog.codes:
+            # No model needed (nor the worker woken): the script alone says we cannot stem it.
+            return Resolved(SIMPLE, None, "unsupported", detected=script)
         found = self._backend(text)
         if found.iso is None or found.iso not in self.catalog.codes:
             return Resolved(SIMPLE, None, "default", found.confidence)
         return Resolved(self.catalog.codes[found.iso], found.iso, "detected", found.confidence)
 
     def resolve(self, explicit: str | None, text: str) -> Resolved:
-        """Explicit code → that config; none → detection; unsure → 'simple'."""
+        """Explicit code → that config; none → detection; unsure or unstemmable → 'simple'."""
         if explicit is not None and explicit.strip():
-            return self.catalog.resolve_explicit(explicit)
+            return self.catalog.resolve_for_entry(explicit)
         return self.detect(text)

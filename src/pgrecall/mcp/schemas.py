@@ -30,13 +30,24 @@ class LanguageOut(BaseModel):
     iso: str | None = Field(description="ISO 639-1 code of that language; null for 'simple' (no stemming).")
     how: str = Field(
         description="explicit (the caller gave it), detected (lingua), default ('simple': too short or "
-        "unsure), kept (unchanged by this update)."
+        "unsure), unsupported ('simple': a language this server cannot stem), kept (unchanged by this "
+        "update)."
     )
+    detected: str | None = Field(
+        default=None, description="ISO 639-1 code of the language found (or given) when it cannot be stemmed."
+    )
+    note: str | None = Field(default=None, description="What storing it unstemmed means for search.")
 
     @classmethod
     def of(cls, resolved: Resolved) -> LanguageOut:
         """How a write chose its language."""
-        return cls(regconfig=resolved.regconfig, iso=resolved.iso, how=resolved.how)
+        return cls(
+            regconfig=resolved.regconfig,
+            iso=resolved.iso,
+            how=resolved.how,
+            detected=resolved.detected,
+            note=resolved.note,
+        )
 
 
 # Fields whose name says it all (id, title, tags, …) carry no description: every word of a schema
@@ -53,6 +64,10 @@ class EntrySummary(BaseModel):
     source: str | None = Field(description="Where the entry came from, if recorded.")
     tags: list[str]
     language: str = Field(description="PostgreSQL text-search config of the entry.")
+    detected_language: str | None = Field(
+        default=None,
+        description="ISO 639-1 code when stored 'simple' because that language cannot be stemmed.",
+    )
     content_hash: str = Field(description="sha256 of the normalized text; cite it to pin this exact text.")
     version: int = Field(description="Starts at 1, +1 on every update.")
     created_at: datetime = Field(description="Creation time (UTC).")
@@ -73,6 +88,7 @@ class EntrySummary(BaseModel):
             source=entry.source,
             tags=entry.tags,
             language=entry.language,
+            detected_language=entry.detected_language,
             content_hash=entry.content_hash,
             version=entry.version,
             created_at=entry.created_at,
@@ -161,6 +177,9 @@ class StatsResult(BaseModel):
     entries: int = Field(description="Live entries.")
     deleted: int = Field(description="Soft-deleted entries.")
     by_language: dict[str, int] = Field(description="Live entries per text-search config.")
+    unsupported_languages: dict[str, int] = Field(
+        description="Live entries stored as 'simple' per ISO code of a language this server cannot stem."
+    )
     by_kind: dict[str, int] = Field(description="Live entries per kind.")
     vectors_by_model: dict[str, int] = Field(
         description="Live entries per stored vector model ('(pending)')."

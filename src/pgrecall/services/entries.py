@@ -66,6 +66,7 @@ class Stats:
     entries: int
     deleted: int
     by_language: dict[str, int]
+    unsupported_languages: dict[str, int]  # live 'simple' entries by the language we could not stem
     by_kind: dict[str, int]
     vectors_by_model: dict[str, int]
     pending_vectors: int
@@ -150,6 +151,7 @@ class EntryService:
             tags=check_tags(tags),
             metadata=check_metadata(metadata),
             idempotency_key=key,
+            detected_language=resolved.detected,
         )
         vector = self._embed(clean_title, body)
         if vector is not None and self.embedder is not None:
@@ -164,8 +166,12 @@ class EntryService:
 
     def as_kept(self, entry: Entry) -> Written:
         """An unchanged stored entry in the shape of a write result."""
-        resolved = Resolved(entry.language, self.catalog.iso_for(entry.language), "kept")
-        return Written(entry, resolved, self._pending(entry))
+        return Written(entry, self._kept(entry), self._pending(entry))
+
+    def _kept(self, entry: Entry) -> Resolved:
+        return Resolved(
+            entry.language, self.catalog.iso_for(entry.language), "kept", detected=entry.detected_language
+        )
 
     def _pending(self, entry: Entry) -> bool:
         return vector_pending(entry, self.embedder.model if self.embedder is not None else None)
@@ -226,7 +232,7 @@ class EntryService:
         new_title = check_title(title) if set_title else current.title
         resolved: Resolved | None = None
         if language is not None and language.strip():
-            resolved = self.catalog.resolve_explicit(language)
+            resolved = self.catalog.resolve_for_entry(language)
         elif body is not None and current.language == "simple":
             resolved = self.detector.detect(f"{new_title or ''}\n{body}")
         text_changed = (body is not None and body != current.body) or (
@@ -244,12 +250,13 @@ class EntryService:
             tags=check_tags(tags) if tags is not None else None,
             metadata=check_metadata(metadata) if metadata is not None else None,
             language=resolved.regconfig if resolved is not None else None,
+            detected_language=resolved.detected if resolved is not None else None,
             reset_embedding=text_changed,
             embedding=vector,
             embedding_model=self.embedder.model if vector is not None and self.embedder is not None else None,
         )
         entry = self.store.update(owner, ident, changes, expected_version=expected_version)
-        final = resolved or Resolved(entry.language, self.catalog.iso_for(entry.language), "kept")
+        final = resolved or self._kept(entry)
         return Written(entry, final, self._pending(entry))
 
     def delete(self, owner: str, entry_id: str | uuid.UUID) -> Entry:
@@ -276,6 +283,7 @@ class EntryService:
             entries=live,
             deleted=counts["state"].get("deleted", 0),
             by_language=counts["language"],
+            unsupported_languages=counts["unsupported"],
             by_kind=counts["kind"],
             vectors_by_model=counts["vector_model"],
             pending_vectors=self.store.pending_count(owner, model) if model else live,

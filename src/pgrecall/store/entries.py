@@ -87,6 +87,7 @@ def _insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
         "embedding_model": new.embedding_model if vector else None,
         "embedding_dim": len(new.embedding) if new.embedding is not None else None,
         "idempotency_key": new.idempotency_key,
+        "detected_language": new.detected_language,
     }
 
 
@@ -194,6 +195,7 @@ class EntryStore:
             "tags": list(changes.tags) if changes.tags is not None else None,
             "metadata": Jsonb(changes.metadata) if changes.metadata is not None else None,
             "language": changes.language,
+            "detected_language": changes.detected_language,
             "content_hash": changes.content_hash,
             "reset_embedding": changes.reset_embedding,
             "embedding": vector,
@@ -299,8 +301,9 @@ class EntryStore:
         return int(row["n"]) if row else 0
 
     def counts(self, owner: str) -> dict[str, dict[str, int]]:
-        """Live entries by language, kind and vector model, and live/deleted totals."""
-        out: dict[str, dict[str, int]] = {"language": {}, "kind": {}, "state": {}, "vector_model": {}}
+        """Live entries by language, kind, vector model and unstemmable language; live/deleted totals."""
+        dimensions = ("language", "kind", "state", "vector_model", "unsupported")
+        out: dict[str, dict[str, int]] = {dimension: {} for dimension in dimensions}
         with owner_transaction(self.pool, owner) as conn:
             for row in conn.execute(SQL_COUNT_BY, {"owner": owner}).fetchall():
                 out[row["dimension"]][row["value"]] = int(row["n"])

@@ -3,17 +3,18 @@
 # Columns every read returns: never the vector itself.
 COLUMNS = """
     id, owner, kind, source, title, body, tags, metadata, language::text AS language,
-    content_hash, version, created_at, updated_at, deleted_at, embedding_model, embedding_dim
+    content_hash, version, created_at, updated_at, deleted_at, embedding_model, embedding_dim,
+    detected_language
 """
 
 # ON CONFLICT makes a repeated idempotency key a no-op even when two servers race
 # on it: the unique index decides, the loser reads the winner's row.
 SQL_INSERT = f"""
 INSERT INTO entries (owner, kind, source, title, body, tags, metadata, language, content_hash,
-                     embedding, embedding_model, embedding_dim, idempotency_key)
+                     embedding, embedding_model, embedding_dim, idempotency_key, detected_language)
 VALUES (%(owner)s, %(kind)s, %(source)s, %(title)s, %(body)s, %(tags)s, %(metadata)s,
         %(language)s::regconfig, %(content_hash)s, %(embedding)s::vector, %(embedding_model)s,
-        %(embedding_dim)s, %(idempotency_key)s)
+        %(embedding_dim)s, %(idempotency_key)s, %(detected_language)s)
 ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING {COLUMNS}
 """
@@ -42,6 +43,8 @@ UPDATE entries SET
     tags = COALESCE(%(tags)s, tags),
     metadata = COALESCE(%(metadata)s, metadata),
     language = COALESCE(%(language)s::regconfig, language),
+    detected_language = CASE WHEN %(language)s::regconfig IS NULL THEN detected_language
+                             ELSE %(detected_language)s END,
     content_hash = COALESCE(%(content_hash)s, content_hash),
     embedding = CASE WHEN %(reset_embedding)s THEN %(embedding)s::vector ELSE embedding END,
     embedding_model = CASE WHEN %(reset_embedding)s THEN %(embedding_model)s ELSE embedding_model END,
@@ -127,9 +130,15 @@ SQL_PENDING_TOTAL = """
 SELECT count(*) AS n FROM entries WHERE deleted_at IS NULL AND embedding_model IS DISTINCT FROM %(model)s
 """
 
+# 'unsupported': live entries stored as 'simple' because their language has no config here.
 SQL_COUNT_BY = """
 SELECT 'language' AS dimension, language::text AS value, count(*) AS n
 FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL GROUP BY language
+UNION ALL
+SELECT 'unsupported', detected_language, count(*) FROM entries
+WHERE owner = %(owner)s AND deleted_at IS NULL AND language = 'simple'::regconfig
+  AND detected_language IS NOT NULL
+GROUP BY detected_language
 UNION ALL
 SELECT 'kind', kind, count(*) FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL GROUP BY kind
 UNION ALL
