@@ -11,8 +11,10 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,14 +56,20 @@ def _client_snippet() -> dict[str, object]:
 
 
 @pytest.fixture
-def new_user(tmp_path: Path) -> Iterator[dict[str, str]]:
+def new_user() -> Iterator[dict[str, str]]:
     """A user's environment with no PGRECALL_* set but a fresh home (the default one, moved)."""
+    # Outside /root and enterable: as root, the embedded server runs as its own user.
+    parent = Path(tempfile.mkdtemp(prefix="pgrecall-first-run-", dir="/tmp"))
+    parent.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
     env["PYTHONPATH"] = str(ROOT / "src")
-    env["PGRECALL_HOME"] = str(tmp_path / "home")
-    yield env
-    run_pgrecall(env, "db", "stop", "--force", timeout=60)
-    stop_worker(Settings(home=tmp_path / "home"))
+    env["PGRECALL_HOME"] = str(parent / "home")
+    try:
+        yield env
+    finally:
+        run_pgrecall(env, "db", "stop", "--force", timeout=60)
+        stop_worker(Settings(home=parent / "home"))
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 @pytest.mark.anyio
