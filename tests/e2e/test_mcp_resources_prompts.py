@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import uuid
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ async def _read(client: Client, uri: str) -> Any:
     [content] = result.contents
     assert isinstance(content, TextResourceContents)
     assert content.mime_type == "application/json" and content.uri == uri
-    assert ": " not in content.text.split('"text"')[0]  # compact JSON, not indented
+    assert "\n" not in content.text  # compact JSON, not indented (newlines in values are escaped)
     return json.loads(content.text)
 
 
@@ -134,6 +133,8 @@ async def test_resources_show_only_the_callers_own_data(two_owners: tuple[Runtim
         assert (await _read(bob, STATS))["owner"] == "bob"
 
 
+# resources/subscribe and ping are deprecated for 2026 clients only; this is the 2025 wire.
+@pytest.mark.filterwarnings("ignore:.*removed as of 2026-07-28")
 async def test_a_subscribed_session_is_told_after_its_writes(runtime: Runtime) -> None:
     """The 2025 wire (initialize handshake, resources/subscribe), as desktop clients speak it today."""
     received: list[str] = []
@@ -150,13 +151,11 @@ async def test_a_subscribed_session_is_told_after_its_writes(runtime: Runtime) -
         caps = client.server_capabilities.resources
         assert caps is not None and caps.subscribe is True and caps.list_changed is False
         kept = await call(client, "add_entry", text="Entry that the subscriber watches closely.")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # resources/subscribe is deprecated for 2026 clients only
-            await client.subscribe_resource(STATS)
-            await client.subscribe_resource(RECENT)
-            await client.subscribe_resource(_entry(kept["id"]))
-            with pytest.raises(MCPError, match="not a pgrecall resource"):
-                await client.subscribe_resource("file:///etc/passwd")
+        await client.subscribe_resource(STATS)
+        await client.subscribe_resource(RECENT)
+        await client.subscribe_resource(_entry(kept["id"]))
+        with pytest.raises(MCPError, match="not a pgrecall resource"):
+            await client.subscribe_resource("file:///etc/passwd")
         # Another session's write and a failed write tell this session nothing.
         async with Client(server, mode="legacy") as other:
             await call(other, "add_entry", text="Someone else writes in another session.")

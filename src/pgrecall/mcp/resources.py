@@ -59,8 +59,8 @@ class RecentOut(BaseModel):
     changes: list[ChangeOut]
 
 
-def _compact(model: BaseModel) -> str:
-    return model.model_dump_json(exclude_none=True)
+def _compact(model: BaseModel, *, exclude_none: bool = False) -> str:
+    return model.model_dump_json(exclude_none=exclude_none)
 
 
 async def _read(runtime: Runtime, read: Callable[[], T]) -> T:
@@ -131,7 +131,8 @@ def register_resources(
                     )
                     for c in changes
                 ]
-            )
+            ),
+            exclude_none=True,
         )
 
     @server.resource(
