@@ -239,6 +239,7 @@ async def test_a_missing_blank_or_unknown_prompt_argument_is_named(client: Clien
         assert expected in caught.value.error.message and "\n" not in caught.value.error.message
 
 
+@pytest.mark.filterwarnings("ignore:.*removed as of 2026-07-28")
 async def test_over_http_owners_see_their_own_resources_and_events(
     settings: Settings, tmp_path: Path
 ) -> None:
@@ -249,9 +250,9 @@ async def test_over_http_owners_see_their_own_resources_and_events(
         assert made.returncode == 0, made.stderr
         tokens[owner] = made.stdout.strip()
 
-    def client(url: str, owner: str) -> Client:
+    def client(url: str, owner: str, **options: Any) -> Client:
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens[owner]}"}, timeout=60)
-        return Client(streamable_http_client(url, http_client=http))
+        return Client(streamable_http_client(url, http_client=http), **options)
 
     with running_http_server(env, tmp_path / "server.log") as base:
         url = f"{base}/mcp"
@@ -273,3 +274,19 @@ async def test_over_http_owners_see_their_own_resources_and_events(
                 with anyio.fail_after(HANG_GUARD_S):
                     event = await stream.__anext__()
             assert getattr(event, "uri", None) == _entry(mine["id"])
+
+        # A 2025-era client over HTTP: resources/subscribe, and the update on the write's response.
+        received: list[str] = []
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, ResourceUpdatedNotification):
+                received.append(message.params.uri)
+
+        async with client(url, "alice", mode="legacy", message_handler=on_message) as legacy:
+            assert legacy.protocol_version != "2026-07-28"
+            await legacy.subscribe_resource(STATS)
+            await call(legacy, "add_entry", text="Alice adds one more note over the old wire.")
+            with anyio.fail_after(HANG_GUARD_S):
+                while STATS not in received:  # bounded by the guard; each pass waits for a message
+                    await anyio.sleep(0.05)
+            assert received == [STATS]

@@ -21,7 +21,14 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ResourceUpdated, ServerEvent
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
+from mcp_types import (
+    INVALID_PARAMS,
+    EmptyResult,
+    ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParams,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
+)
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +136,12 @@ class ChangeNotifier:
         wanted = self._subscribed.get(_connection(ctx), set()) if _connection(ctx) is not None else set()
         for uri in uris:
             if uri in wanted:
-                await ctx.session.send_resource_updated(uri)
+                # On the write's own response stream: over HTTP the client may have no standalone
+                # GET stream open, and the notification then reaches it before the tool result.
+                await ctx.session.send_notification(
+                    ResourceUpdatedNotification(params=ResourceUpdatedNotificationParams(uri=uri)),
+                    related_request_id=ctx.request_id,
+                )
             await self.bus.publish(ResourceUpdated(uri=uri))
 
 

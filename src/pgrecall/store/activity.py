@@ -24,16 +24,19 @@ ORDER BY n DESC, tag
 LIMIT %(limit)s
 """
 
-# No change log is kept: each entry yields its creation, its last change while live (an update
-# or a restore both move updated_at) and its deletion. Each branch takes only the newest `limit`
-# rows of its kind, so the sort never sees more than 3 × limit rows.
+# No change log is kept: each entry yields its creation, its last change while live and its
+# deletion. An insert fills created_at and updated_at with two clock_timestamp() calls, so a fresh
+# row's updated_at is a few microseconds later: a change is a new version (update_entry), or an
+# updated_at more than a second after creation (restore_entry, which keeps the version). Each
+# branch takes only the newest `limit` rows of its kind: the sort sees at most 3 × limit rows.
 SQL_RECENT_CHANGES = """
 (SELECT id, title, left(body, 1000) AS body, kind, 'added' AS change, created_at AS at
  FROM entries WHERE owner = %(owner)s
  ORDER BY created_at DESC LIMIT %(limit)s)
 UNION ALL
 (SELECT id, title, left(body, 1000), kind, 'updated', updated_at
- FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL AND updated_at > created_at
+ FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL
+   AND (version > 1 OR updated_at > created_at + interval '1 second')
  ORDER BY updated_at DESC LIMIT %(limit)s)
 UNION ALL
 (SELECT id, title, left(body, 1000), kind, 'deleted', deleted_at
