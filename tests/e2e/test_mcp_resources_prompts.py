@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ResourceUpdatedNotification, TextResourceContents
@@ -290,3 +292,29 @@ async def test_over_http_owners_see_their_own_resources_and_events(
                 while STATS not in received:  # bounded by the guard; each pass waits for a message
                     await anyio.sleep(0.05)
             assert received == [STATS]
+
+
+@pytest.mark.filterwarnings("ignore:.*removed as of 2026-07-28")
+async def test_over_stdio_a_desktop_client_reads_subscribes_and_gets_prompts(settings: Settings) -> None:
+    """`pgrecall serve` on stdio, spoken to as desktop clients do today (2025 handshake)."""
+    received: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            received.append(message.params.uri)
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "pgrecall", "serve"], env=server_env(settings)
+    )
+    async with Client(params, mode="legacy", message_handler=on_message) as client:
+        # The first request after initialize: the database is still opening, the read waits for it.
+        assert (await _read(client, STATS))["entries"] == 0
+        await client.subscribe_resource(TAGS)
+        added = await call(client, "add_entry", text="Desktop note about the stdio wire.", tags=["stdio"])
+        with anyio.fail_after(HANG_GUARD_S):
+            while TAGS not in received:  # bounded by the guard; each pass waits for a message
+                await anyio.sleep(0.05)
+        assert (await _read(client, TAGS))["tags"] == [{"tag": "stdio", "entries": 1}]
+        assert (await _read(client, _entry(added["id"])))["tags"] == ["stdio"]
+        prompt = await client.get_prompt("review_memory", {"topic": "stdio"})
+        assert "list_entries" in prompt.messages[0].content.text  # type: ignore[union-attr]
