@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
 import anyio.lowlevel
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ResourceUpdated, ServerEvent
 from mcp.shared.exceptions import MCPError
@@ -40,7 +41,9 @@ ENTRY_TEMPLATE = "pgrecall://entry/{id}"
 MAX_SUBSCRIPTIONS = 256  # per connection: each subscribed entry URI costs a set slot until it closes
 
 # The request being handled when a tool runs: set by the middleware, read by announce_write.
-_current: ContextVar[tuple[ChangeNotifier, Any] | None] = ContextVar("pgrecall_request", default=None)
+_current: ContextVar[tuple[ChangeNotifier, ServerRequestContext[Any, Any]] | None] = ContextVar(
+    "pgrecall_request", default=None
+)
 
 
 def entry_uri(entry_id: str) -> str:
@@ -84,7 +87,7 @@ class OwnerScopedBus:
         return unsubscribe
 
 
-def _connection(ctx: Any) -> Any:
+def _connection(ctx: ServerRequestContext[Any, Any]) -> object | None:
     # The SDK builds a new ServerSession per request; the connection behind it is what lives as
     # long as a client's session (no public accessor in mcp 2.3).
     return getattr(ctx.session, "_connection", None)
@@ -95,7 +98,7 @@ class ChangeNotifier:
 
     def __init__(self, bus: OwnerScopedBus) -> None:
         self.bus = bus
-        self._subscribed: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        self._subscribed: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()
 
     def install(self, server: MCPServer) -> None:
         """Serve resources/subscribe and resources/unsubscribe, and note each tool call's request."""
@@ -104,7 +107,7 @@ class ChangeNotifier:
         lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self._unsubscribe)
         server.middleware.append(self._middleware)
 
-    async def _middleware(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def _middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method != "tools/call":
             return await call_next(ctx)
         token = _current.set((self, ctx))
@@ -113,7 +116,9 @@ class ChangeNotifier:
         finally:
             _current.reset(token)
 
-    async def _subscribe(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
+    ) -> EmptyResult:
         if not params.uri.startswith(SCHEME):
             raise MCPError(INVALID_PARAMS, f"uri: not a pgrecall resource: {params.uri[:200]}")
         connection = _connection(ctx)
@@ -125,15 +130,18 @@ class ChangeNotifier:
         uris.add(params.uri)
         return EmptyResult()
 
-    async def _unsubscribe(self, ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
+    ) -> EmptyResult:
         connection = _connection(ctx)
         if connection is not None:
             self._subscribed.get(connection, set()).discard(params.uri)
         return EmptyResult()
 
-    async def announce(self, ctx: Any, uris: list[str]) -> None:
+    async def announce(self, ctx: ServerRequestContext[Any, Any], uris: list[str]) -> None:
         """Tell this connection's subscribers and this owner's listen streams that `uris` changed."""
-        wanted = self._subscribed.get(_connection(ctx), set()) if _connection(ctx) is not None else set()
+        connection = _connection(ctx)
+        wanted = self._subscribed.get(connection, set()) if connection is not None else set()
         for uri in uris:
             if uri in wanted:
                 # On the write's own response stream: over HTTP the client may have no standalone

@@ -70,7 +70,7 @@ def save_text(topic: str | None, tags: list[str]) -> str:
     return f"""Save the decisions we made {focus} to my pgrecall memory.
 
 1. List each decision in one sentence: what was decided, why, and what it replaces, if anything.
-   Skip open questions and ideas we dropped. Show me the list before you write anything.
+   Skip open questions and ideas we dropped.
 2. For each decision, first call search with {{"query": <the decision as a sentence>, "top_k": 5}}.
    If a hit already records the same decision, call update_entry with its "id" (and
    "expected_version" from get_entry) to bring it up to date instead of adding a new entry. If a hit
