@@ -23,6 +23,7 @@ from pgrecall.domain.language import (
 )
 from pgrecall.embeddings import CachedQueryEmbedder, create_embedder
 from pgrecall.embeddings.base import Embedder, EmbeddingError
+from pgrecall.services.activity import ActivityService
 from pgrecall.services.citations import CitationService
 from pgrecall.services.duplicates import NearDuplicates
 from pgrecall.services.entries import EntryService
@@ -31,6 +32,7 @@ from pgrecall.services.maintenance.service import Maintenance
 from pgrecall.services.retrieval import RetrievalService
 from pgrecall.services.search import SearchService
 from pgrecall.services.tokens import TokenService
+from pgrecall.store.activity import ActivityStore
 from pgrecall.store.catalog import read_catalog
 from pgrecall.store.entries import EntryStore
 from pgrecall.store.pending import PendingOwners
@@ -82,6 +84,7 @@ class App:
         self.duplicates: NearDuplicates
         self.citations: CitationService
         self.tokens: TokenService
+        self.activity: ActivityService
         self.maintenance: Maintenance
         self.pending_owners: PendingOwners
 
@@ -112,6 +115,7 @@ class App:
             self.duplicates = NearDuplicates(self.search, self.store)
             self.citations = CitationService(self.store)
             self.tokens = TokenService(self.pool)
+            self.activity = ActivityService(ActivityStore(self.pool))
             self.maintenance = Maintenance(
                 self.store, RedetectStore(self.pool), self._maintenance_embedder, self.detector
             )

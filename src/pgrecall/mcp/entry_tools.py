@@ -11,6 +11,7 @@ from pydantic import Field
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.mcp import params as p
 from pgrecall.mcp.errors import run_blocking
+from pgrecall.mcp.notifications import announce_write
 from pgrecall.mcp.observability import observe
 from pgrecall.mcp.runtime import Runtime, runtime_tool
 from pgrecall.mcp.schemas import (
@@ -73,6 +74,8 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 similar = [SimilarEntry.of(s) for s in found]
             if written.vector_pending:
                 runtime.reembed.poke(written.entry.owner)
+            if not written.replay:
+                await announce_write(str(written.entry.id))
             call.fields.update(
                 replay=written.replay, vector_pending=written.vector_pending, similar=len(similar)
             )
@@ -131,6 +134,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
             )
             if written.vector_pending:
                 runtime.reembed.poke(written.entry.owner)
+            await announce_write(str(written.entry.id))
             return WriteResult(
                 entry=EntryOut.full(written.entry, runtime.active_model),
                 language=LanguageOut.of(written.language),
@@ -145,6 +149,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
         with observe(runtime.metrics, "delete_entry"):
             entry = await run_blocking(runtime.app.entries.delete, current_owner(), id)
             assert entry.deleted_at is not None
+            await announce_write(str(entry.id))
             return DeleteResult(id=str(entry.id), deleted_at=entry.deleted_at)
 
     @runtime_tool(server, runtime, annotations=p.annotations(idempotent=True))
@@ -155,6 +160,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
         with observe(runtime.metrics, "restore_entry"):
             entry = await run_blocking(runtime.app.entries.restore, current_owner(), id)
             written = runtime.app.entries.as_kept(entry)
+            await announce_write(str(entry.id))
             return WriteResult(
                 entry=EntryOut.full(entry, runtime.active_model), language=LanguageOut.of(written.language)
             )

@@ -20,6 +20,9 @@ from pgrecall import __version__
 from pgrecall.mcp.auth import SCOPE, DatabaseTokenVerifier
 from pgrecall.mcp.entry_tools import register_entry_tools
 from pgrecall.mcp.errors import argument_errors
+from pgrecall.mcp.notifications import OwnerScopedBus
+from pgrecall.mcp.prompts import register_prompts
+from pgrecall.mcp.resources import register_resources
 from pgrecall.mcp.retrieval_tools import register_retrieval_tools
 from pgrecall.mcp.runtime import Runtime
 
@@ -28,6 +31,7 @@ pgrecall is a long-term memory and knowledge store. Save durable facts, decision
 and documents with add_entry; find them later with search (natural-language questions in any
 language work; no language parameter is needed). Cite what you use by id and content_hash.
 Prefer update_entry over adding a near-duplicate: add_entry reports similar existing entries.
+Resources pgrecall://stats, tags, recent and entry/{id} give an overview; prompts guide recall and review.
 """
 
 
@@ -103,11 +107,13 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
                 required_scopes=[SCOPE],
             ),
         }
+    bus = OwnerScopedBus()  # resource change events reach only the writing owner's listen streams
     server = PgrecallServer(
         "pgrecall",
         instructions=INSTRUCTIONS,
         version=__version__,
         warn_on_duplicate_tools=True,
+        subscriptions=bus,
         **auth_kwargs,
     )
     default_owner = runtime.settings.owner
@@ -130,6 +136,8 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
 
     register_entry_tools(server, runtime, current_owner)
     register_retrieval_tools(server, runtime, current_owner)
+    register_resources(server, runtime, current_owner, bus)
+    register_prompts(server, runtime, current_owner)
 
     auth_on = auth_base_url is not None
 

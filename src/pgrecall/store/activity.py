@@ -1,0 +1,86 @@
+"""What an owner's memory looks like at a glance: tag counts and the latest changes."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from pgrecall.store.scope import owner_transaction
+
+Change = Literal["added", "updated", "deleted"]
+
+# Live entries only: a tag that survives only on deleted entries is not one to reuse.
+SQL_TAG_COUNTS = """
+SELECT tag, count(*) AS n
+FROM entries, unnest(tags) AS tag
+WHERE owner = %(owner)s AND deleted_at IS NULL
+GROUP BY tag
+ORDER BY n DESC, tag
+LIMIT %(limit)s
+"""
+
+# No change log is kept: each entry yields its creation, its last change while live and its
+# deletion. An insert fills created_at and updated_at with two clock_timestamp() calls, so a fresh
+# row's updated_at is a few microseconds later: a change is a new version (update_entry), or an
+# updated_at more than a second after creation (restore_entry, which keeps the version). Each
+# branch takes only the newest `limit` rows of its kind: the sort sees at most 3 × limit rows.
+SQL_RECENT_CHANGES = """
+(SELECT id, title, left(body, 1000) AS body, kind, 'added' AS change, created_at AS at
+ FROM entries WHERE owner = %(owner)s
+ ORDER BY created_at DESC LIMIT %(limit)s)
+UNION ALL
+(SELECT id, title, left(body, 1000), kind, 'updated', updated_at
+ FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL
+   AND (version > 1 OR updated_at > created_at + interval '1 second')
+ ORDER BY updated_at DESC LIMIT %(limit)s)
+UNION ALL
+(SELECT id, title, left(body, 1000), kind, 'deleted', deleted_at
+ FROM entries WHERE owner = %(owner)s AND deleted_at IS NOT NULL
+ ORDER BY deleted_at DESC LIMIT %(limit)s)
+ORDER BY at DESC, id DESC, change
+LIMIT %(limit)s
+"""
+
+
+@dataclass(frozen=True)
+class TagCount:
+    """A tag and how many live entries carry it."""
+
+    tag: str
+    entries: int
+
+
+@dataclass(frozen=True)
+class EntryChange:
+    """One change to an entry: what happened to it and when (the body is cut to its start)."""
+
+    id: uuid.UUID
+    title: str | None
+    body_start: str
+    kind: str
+    change: Change
+    at: datetime
+
+
+class ActivityStore:
+    """Owner-scoped reads over the entries table as a whole."""
+
+    def __init__(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]]) -> None:
+        self.pool = pool
+
+    def tag_counts(self, owner: str, limit: int) -> list[TagCount]:
+        """The owner's tags on live entries, most used first (ties by name)."""
+        with owner_transaction(self.pool, owner) as conn:
+            rows = conn.execute(SQL_TAG_COUNTS, {"owner": owner, "limit": limit}).fetchall()
+        return [TagCount(r["tag"], int(r["n"])) for r in rows]
+
+    def recent_changes(self, owner: str, limit: int) -> list[EntryChange]:
+        """The owner's latest `limit` changes, newest first."""
+        with owner_transaction(self.pool, owner) as conn:
+            rows = conn.execute(SQL_RECENT_CHANGES, {"owner": owner, "limit": limit}).fetchall()
+        return [EntryChange(r["id"], r["title"], r["body"], r["kind"], r["change"], r["at"]) for r in rows]
