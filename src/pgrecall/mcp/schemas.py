@@ -29,14 +29,13 @@ class LanguageOut(BaseModel):
     regconfig: str = Field(description="PostgreSQL text-search config used to stem the entry, e.g. 'german'.")
     iso: str | None = Field(description="ISO 639-1 code of that language; null for 'simple' (no stemming).")
     how: str = Field(
-        description="explicit (the caller gave it), detected (lingua), default ('simple': too short or "
-        "unsure), unsupported ('simple': a language this server cannot stem), kept (unchanged by this "
-        "update)."
+        description="explicit, detected, default ('simple': too short or unsure), unsupported ('simple': "
+        "not stemmable here), kept (unchanged by this update)."
     )
     detected: str | None = Field(
-        default=None, description="ISO 639-1 code of the language found (or given) when it cannot be stemmed."
+        default=None, description="With how=unsupported: the language's ISO 639-1 code."
     )
-    note: str | None = Field(default=None, description="What storing it unstemmed means for search.")
+    note: str | None = None
 
     @classmethod
     def of(cls, resolved: Resolved) -> LanguageOut:
@@ -66,16 +65,14 @@ class EntrySummary(BaseModel):
     language: str = Field(description="PostgreSQL text-search config of the entry.")
     detected_language: str | None = Field(
         default=None,
-        description="ISO 639-1 code when stored 'simple' because that language cannot be stemmed.",
+        description="Stored 'simple': ISO 639-1 code of its unstemmable language.",
     )
     content_hash: str = Field(description="sha256 of the normalized text; cite it to pin this exact text.")
     version: int = Field(description="Starts at 1, +1 on every update.")
     created_at: datetime = Field(description="Creation time (UTC).")
     updated_at: datetime = Field(description="Last change (UTC).")
     deleted_at: datetime | None = Field(description="Set when soft-deleted; restore_entry clears it.")
-    vector_pending: bool = Field(
-        description="True while the entry has no vector of the active embedding model (found lexically only)."
-    )
+    vector_pending: bool = Field(description="No vector of the active model yet: found lexically only.")
 
     @classmethod
     def of(cls, entry: Entry, active_model: str | None) -> EntrySummary:
