@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
 
-from pgrecall.cli.common import fail, open_app
+from pgrecall.cli.common import echo_json, fail, open_app
 
 if TYPE_CHECKING:
     import psycopg
 
     from pgrecall.app import App
+    from pgrecall.services.transfer import RelationCounts
     from pgrecall.services.transfer.importer import ImportReport
 
 MAX_PRINTED_ERRORS = 100
@@ -130,8 +131,48 @@ def _summary(file: Path, report: ImportReport, noun: str) -> str:
     ]
     if report.other_owner:
         parts.append(f"{report.other_owner} of other owners skipped")
+    if report.ids_derived:
+        parts.append(f"{report.ids_derived} without id (given one from owner + text)")
+    if report.duplicates:
+        parts.append(f"{report.duplicates} repeated id-less lines skipped")
     parts.append(f"{len(report.errors)} bad")
     return f"{file}: {report.lines} {noun}: " + ", ".join(parts)
+
+
+def _relations_line(file: Path, counts: RelationCounts) -> str:
+    text = f"{file}: {counts.seen} relations: {counts.stored} stored in their entities' metadata"
+    if counts.dangling:
+        text += f", {counts.dangling} dangling (an end is no entity of the file; {counts.dropped} dropped)"
+    if counts.duplicates:
+        text += f", {counts.duplicates} repeated"
+    return text
+
+
+def _summary_json(
+    file: Path, file_format: ImportFormat, report: ImportReport, relations: RelationCounts | None
+) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    out: dict[str, Any] = {
+        "file": str(file),
+        "format": file_format.value,
+        "lines": report.lines,
+        "inserted": report.inserted,
+        "updated": report.updated,
+        "unchanged": report.unchanged,
+        "kept": report.kept,
+        "skipped_not_newer": report.skipped_not_newer,
+        "skipped_not_newer_first": [{"line": n, "id": i} for n, i in report.skipped_not_newer_first],
+        "other_owner": report.other_owner,
+        "ids_derived": report.ids_derived,
+        "duplicates": report.duplicates,
+        "without_vectors": report.without_vectors,
+        "bad": len(report.errors),
+        "rolled_back": report.rolled_back,
+    }
+    if relations is not None:
+        out["relations"] = asdict(relations)
+    return out
 
 
 def import_(
@@ -161,15 +202,26 @@ def import_(
     reembed: Annotated[
         bool, typer.Option("--reembed", help="Afterwards fill pending vectors with the configured embedder.")
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object.")] = False,
 ) -> None:
-    """Import entries; bad lines are reported as FILE:LINE and make the exit code 1."""
+    """Import entries; bad lines are reported as FILE:LINE and make the exit code 1.
+
+    A file that is plainly not of --format (the memory server's file given as jsonl, a JSON
+    array…) is refused with a hint before anything is written (exit code 2).
+    """
     from tqdm import tqdm
 
     from pgrecall.errors import PgrecallError
-    from pgrecall.services.transfer import import_jsonl, import_memory_json
+    from pgrecall.services.transfer import count_lines, import_jsonl, import_memory_json, wrong_format_hint
     from pgrecall.services.transfer.importer import ImportOptions, RecordValidator
 
+    # A hint, not a silent switch of format: --owner means a filter for jsonl but the target
+    # owner for memory-json, so guessing the format would change what the command does.
+    hint = wrong_format_hint(file, file_format.value)
+    if hint is not None:
+        fail(f"{file}: {hint}", 2)
     options = ImportOptions(owner=owner, on_conflict=on_conflict.value, atomic=atomic, batch_size=batch_size)
+    relations: RelationCounts | None = None
     with open_app(with_embedder=reembed) as opened, _connection(opened) as conn:
         validator = RecordValidator(
             opened.catalog,
@@ -179,22 +231,17 @@ def import_(
         )
         timeout = opened.settings.statement_timeout_ms
         try:
+            # Progress on standard error, only on a terminal (disable=None), counted in lines:
+            # a quick first pass counts them.
             if file_format is ImportFormat.jsonl:
-                # Progress in entries (one per line), counted by a quick first pass.
-                with file.open("rb") as fh:
-                    lines = sum(1 for _ in fh)
-                with tqdm(total=lines, unit="entry", desc="import", disable=None) as bar:
+                total = count_lines(file)
+                with tqdm(total=total, unit="line", desc="import", disable=None, file=sys.stderr) as bar:
                     report = import_jsonl(
-                        conn,
-                        file,
-                        validator,
-                        options,
-                        statement_timeout_ms=timeout,
-                        on_bytes=lambda _size: bar.update(1),
+                        conn, file, validator, options, statement_timeout_ms=timeout, on_line=bar.update
                     )
             else:
-                with tqdm(unit="entity", desc="import", disable=None) as bar:
-                    report, _ = import_memory_json(
+                with tqdm(unit="entity", desc="import", disable=None, file=sys.stderr) as bar:
+                    report, graph = import_memory_json(
                         conn,
                         file,
                         validator,
@@ -203,11 +250,12 @@ def import_(
                         on_total=lambda n: setattr(bar, "total", n),
                         on_item=lambda: bar.update(1),
                     )
+                relations = graph.relations
         except PgrecallError as exc:
             fail(str(exc))
         if reembed and not report.rolled_back and opened.embedder is not None:
             total = opened.maintenance.pending_total()
-            with tqdm(total=total, unit="entry", desc="reembed", disable=None) as bar:
+            with tqdm(total=total, unit="entry", desc="reembed", disable=None, file=sys.stderr) as bar:
 
                 def step(n: int) -> None:
                     bar.update(n)
@@ -217,8 +265,15 @@ def import_(
         typer.echo(f"{file}:{error.line}: {error.message}", err=True)
     if len(report.errors) > MAX_PRINTED_ERRORS:
         typer.echo(f"{file}: … and {len(report.errors) - MAX_PRINTED_ERRORS} more bad lines", err=True)
+    if as_json:
+        echo_json(_summary_json(file, file_format, report, relations))
+        if report.errors:
+            raise typer.Exit(1)
+        return
     noun = "lines" if file_format is ImportFormat.jsonl else "entities and bad lines"
     typer.echo(_summary(file, report, noun))
+    if relations is not None and not report.rolled_back:
+        typer.echo(_relations_line(file, relations))
     if report.without_vectors and not reembed:
         typer.echo("entries imported without a vector are pending; fill them with: pgrecall reembed")
     if report.errors:

@@ -1,21 +1,23 @@
 """Import JSON lines (the export format): validate each line, COPY good ones in batches, merge by policy.
 
-A line is an object with the export's keys. Required: `id` (UUID) and `text`. Everything
-else is optional: `owner` (default: --owner or PGRECALL_OWNER), `kind` ('note'), `language`
-(a regconfig name as exported, or an ISO 639-1 code; absent → detected like any write),
-`content_hash` (checked against the text when given), `version` and the timestamps (under the
-default --on-conflict newer, a line replaces a stored entry only with a higher version or a
-later updated_at; one without either is skipped and counted in `skipped_not_newer`), vectors (`embedding` with
+A line is an object with the export's keys. Required: `text`. Everything else is optional:
+`id` (a UUID; absent or null → derived from owner + content hash, see `derived_id`), `owner`
+(default: --owner or PGRECALL_OWNER), `kind` ('note'), `language` (a regconfig name as
+exported, or an ISO 639-1 code; absent → detected like any write), `content_hash` (checked
+against the text when given), `version` and the timestamps (under the default --on-conflict
+newer, a line replaces a stored entry only with a higher version or a later updated_at; one
+without either is skipped and counted in `skipped_not_newer`), vectors (`embedding` with
 `embedding_model`; absent → pending, filled by `pgrecall reembed`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from pgrecall.domain.validation import (
     parse_id,
 )
 from pgrecall.errors import InvalidInputError, PgrecallError
+from pgrecall.services.transfer.lines import LineError, read_jsonl
 from pgrecall.store.entries import vector_literal
 from pgrecall.store.transfer import ConflictPolicy, MergeCounts, StagedRow, TransferStore
 
@@ -61,14 +64,8 @@ MAX_MODEL_CHARS = 200
 MAX_VECTOR_DIM = 16_000
 # Ids of lines skipped as not newer, kept for the summary: enough to find them, not a list of all.
 MAX_REPORTED_IDS = 5
-
-
-@dataclass(frozen=True)
-class LineError:
-    """A line that was not imported, and why (the message names the field)."""
-
-    line: int
-    message: str
+# Fixed forever: changing it would give every id-less line a new id, and a re-import duplicates.
+IMPORT_NAMESPACE = uuid.UUID("0d5c3f5e-8a1b-5c2e-9f47-6b3e2a917c58")
 
 
 @dataclass(frozen=True)
@@ -94,6 +91,9 @@ class ImportReport:
     # (line, id) of the first few, in file order.
     skipped_not_newer_first: list[tuple[int, str]] = field(default_factory=list)
     other_owner: int = 0
+    # Lines without an id (given one by `derived_id`), and repeats of such a line, skipped.
+    ids_derived: int = 0
+    duplicates: int = 0
     without_vectors: int = 0
     rolled_back: bool = False
     errors: list[LineError] = field(default_factory=list)
@@ -160,6 +160,22 @@ def _vector(obj: dict[str, Any]) -> tuple[str | None, str | None, int | None]:
     return vector_literal(values), model, len(values)
 
 
+def derived_id(owner: str, digest: str) -> uuid.UUID:
+    """The id of a line given without one: uuid5 of its owner and content hash.
+
+    Derived, not random, so importing the same file again finds the entries it made (unchanged,
+    not duplicated), and an interrupted import can simply be run again. Owner \x00 hash: an
+    owner never holds NUL, so two (owner, hash) pairs never give the same name.
+    """
+    return uuid.uuid5(IMPORT_NAMESPACE, f"{owner}\x00{digest}")
+
+
+def _row_digest(row: StagedRow) -> bytes:
+    # Tells a repeated id-less line (skipped as a duplicate) from another one with the same text.
+    data = json.dumps(asdict(row), sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(data.encode()).digest()
+
+
 class RecordValidator:
     """Turns one parsed line into a StagedRow with the same rules as every write path."""
 
@@ -202,27 +218,27 @@ class RecordValidator:
         unknown = sorted(set(obj) - set(FIELDS))
         if unknown:
             raise InvalidInputError(unknown[0], f"unknown field; the fields are {', '.join(FIELDS)}")
-        if obj.get("id") is None:
-            raise InvalidInputError("id", "is required (a UUID)")
-        if not isinstance(obj["id"], str):
-            raise InvalidInputError("id", f"must be a UUID string, got {type(obj['id']).__name__}")
-        ident = parse_id(obj["id"])
+        given_id = obj.get("id")
+        if given_id is not None and not isinstance(given_id, str):
+            raise InvalidInputError("id", f"must be a UUID string or absent, got {type(given_id).__name__}")
+        ident = parse_id(given_id) if given_id is not None else None
         if "text" not in obj or obj["text"] is None:
             raise InvalidInputError("text", "is required")
         body = check_body(obj["text"], self.max_text_chars)
+        owner = self._owner(obj)
+        digest = content_hash(body)
         title = check_title(_opt_str(obj, "title"))
         tags = obj.get("tags")
         if tags is not None and not isinstance(tags, list):
             raise InvalidInputError("tags", "must be a list of strings")
         kind = _opt_str(obj, "kind")
-        digest = content_hash(body)
         given_hash = obj.get("content_hash")
         if given_hash is not None and given_hash != digest:
             raise InvalidInputError("content_hash", f"does not match the text (which hashes to {digest})")
         embedding, model, dim = _vector(obj)
         return StagedRow(
-            owner=self._owner(obj),
-            id=ident,
+            owner=owner,
+            id=ident or derived_id(owner, digest),
             kind=check_kind(kind),
             source=check_source(_opt_str(obj, "source")),
             title=title,
@@ -239,33 +255,6 @@ class RecordValidator:
             embedding_model=model,
             embedding_dim=dim,
         )
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def read_jsonl(path: Path, on_bytes: Callable[[int], object] | None = None) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed object) per non-blank line; a LineError in place of an unparsable one."""
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if on_bytes is not None:
-                on_bytes(len(raw))
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield number, LineError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})")
-                continue
-            if number == 1:
-                text = text.removeprefix("\ufeff")
-            if not text.strip():
-                continue
-            try:
-                yield number, json.loads(text, parse_constant=_reject_constant)
-            except json.JSONDecodeError as exc:
-                yield number, LineError(number, f"not valid JSON: {exc.msg} at column {exc.colno}")
-            except ValueError as exc:
-                yield number, LineError(number, f"not valid JSON: {exc}")
 
 
 def run_import(
@@ -288,6 +277,7 @@ def run_import(
     if not options.atomic:
         conn.commit()
     seen: dict[tuple[str, bytes], int] = {}
+    derived: dict[tuple[str, bytes], bytes] = {}  # of the id-less lines: key → _row_digest
     batch: list[StagedRow] = []
     batch_lines: list[int] = []
 
@@ -326,12 +316,27 @@ def run_import(
             report.other_owner += 1
             continue
         key = (row.owner, row.id.bytes)
+        without_id = isinstance(item, dict) and item.get("id") is None
         if key in seen:
-            report.errors.append(
-                LineError(line, f"id: {row.id} of owner {row.owner!r} is already on line {seen[key]}")
-            )
+            if without_id and derived.get(key) == _row_digest(row):
+                report.duplicates += 1
+            elif without_id:
+                report.errors.append(
+                    LineError(
+                        line,
+                        f"id: none given, and line {seen[key]} has the same owner and text (an id-less "
+                        "line's id comes from them); give one of the two lines an id",
+                    )
+                )
+            else:
+                report.errors.append(
+                    LineError(line, f"id: {row.id} of owner {row.owner!r} is already on line {seen[key]}")
+                )
             continue
         seen[key] = line
+        if without_id:
+            report.ids_derived += 1
+            derived[key] = _row_digest(row)
         batch.append(row)
         batch_lines.append(line)
         if len(batch) >= options.batch_size:
@@ -356,9 +361,9 @@ def import_jsonl(
     options: ImportOptions,
     *,
     statement_timeout_ms: int = 30_000,
-    on_bytes: Callable[[int], object] | None = None,
+    on_line: Callable[[], object] | None = None,
 ) -> ImportReport:
-    """Import a JSON-lines file (the `pgrecall export` format)."""
+    """Import a JSON-lines file (the `pgrecall export` format); `on_line` is called per line read."""
     return run_import(
-        conn, read_jsonl(path, on_bytes), validator, options, statement_timeout_ms=statement_timeout_ms
+        conn, read_jsonl(path, on_line), validator, options, statement_timeout_ms=statement_timeout_ms
     )

@@ -10,8 +10,10 @@ Mapping, one pgrecall entry per entity (relations are not entries of their own):
 - title: the name; text: the observations, one per line (the name when there are none);
 - kind: entityType folded to the kind token rule (lowercase ASCII; 'entity' if nothing is left);
   tags: [entityType] as written; source: 'mcp-server-memory';
-- metadata.mcp_memory: name, entityType, every relation touching the entity (sorted), and
-  unknown keys of the entity line under `extra`;
+- metadata.mcp_memory: name, entityType, every relation touching the entity (sorted, without
+  repeats), and unknown keys of the entity line under `extra`; relations live only there until
+  pgrecall has links of its own. A relation with an end that is no entity of the file is kept
+  on the end that is one, dropped if neither is, and counted (RelationCounts) either way;
 - language detected like any write; vector pending until `pgrecall reembed` (or --reembed);
 - no version or timestamps, so nothing proves an entity newer than its stored entry: under the
   default --on-conflict newer a changed entity is skipped (counted as skipped_not_newer: the
@@ -32,14 +34,8 @@ from typing import Any
 
 import psycopg
 
-from pgrecall.services.transfer.importer import (
-    ImportOptions,
-    ImportReport,
-    LineError,
-    RecordValidator,
-    read_jsonl,
-    run_import,
-)
+from pgrecall.services.transfer.importer import ImportOptions, ImportReport, RecordValidator, run_import
+from pgrecall.services.transfer.lines import LineError, read_jsonl
 
 # Fixed forever: changing it would give every imported entity a new id.
 MEMORY_NAMESPACE = uuid.UUID("6f0c7a52-4f3e-5b8e-9a51-2d6c3e1b7f40")
@@ -70,13 +66,30 @@ class _Entity:
     relations: list[dict[str, str]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class RelationCounts:
+    """What became of the file's relations (the summary's `relations`).
+
+    seen: valid relation lines; duplicates: lines repeating an earlier relation; stored:
+    distinct relations written into the metadata of at least one entity; dangling: distinct
+    relations with an end that is no entity of the file (stored on the other end if that one
+    is, else dropped: counted in `dropped` as well). seen = duplicates + stored + dropped.
+    """
+
+    seen: int = 0
+    duplicates: int = 0
+    stored: int = 0
+    dangling: int = 0
+    dropped: int = 0
+
+
 @dataclass
 class MemoryGraph:
     """The entities of a memory file as import lines, plus the lines that were refused."""
 
     items: list[tuple[int, Any]]
     entities: int
-    relations: int
+    relations: RelationCounts
 
 
 def _entity(line: int, obj: dict[str, Any]) -> _Entity | LineError:
@@ -120,12 +133,35 @@ def _record(entity: _Entity) -> dict[str, Any]:
     }
 
 
-def read_memory_json(path: Path, on_bytes: Callable[[int], object] | None = None) -> MemoryGraph:
-    """Parse a memory-server file into import lines (one per entity, at the entity's first line)."""
+def _attach(entities: dict[str, _Entity], relations: list[dict[str, str]]) -> RelationCounts:
+    # Each distinct relation goes into the metadata of each of its ends that is an entity.
+    distinct = list({(r["from"], r["relationType"], r["to"]): r for r in relations}.values())
+    stored = dangling = 0
+    for rel in distinct:
+        ends = [entities[n] for n in dict.fromkeys((rel["from"], rel["to"])) if n in entities]
+        dangling += len(ends) < len({rel["from"], rel["to"]})
+        stored += bool(ends)
+        for end in ends:
+            end.relations.append(rel)
+    return RelationCounts(
+        seen=len(relations),
+        duplicates=len(relations) - len(distinct),
+        stored=stored,
+        dangling=dangling,
+        dropped=len(distinct) - stored,
+    )
+
+
+def read_memory_json(path: Path, on_line: Callable[[], object] | None = None) -> MemoryGraph:
+    """Parse a memory-server file into import lines (one per entity, at the entity's first line).
+
+    A relation whose ends are not both entities of the file is no error (the memory server
+    itself accepts those): it is kept on the end that exists, and counted as dangling.
+    """
     entities: dict[str, _Entity] = {}
-    relations: list[tuple[int, dict[str, str]]] = []
+    relations: list[dict[str, str]] = []
     errors: list[tuple[int, Any]] = []
-    for line, obj in read_jsonl(path, on_bytes):
+    for line, obj in read_jsonl(path, on_line):
         if isinstance(obj, LineError):
             errors.append((line, obj))
             continue
@@ -146,19 +182,11 @@ def read_memory_json(path: Path, on_bytes: Callable[[int], object] | None = None
             else:
                 known.observations += [o for o in parsed.observations if o not in known.observations]
         else:
-            relations.append((line, parsed))
-    for line, rel in relations:
-        ends = [entities[n] for n in dict.fromkeys((rel["from"], rel["to"])) if n in entities]
-        if not ends:
-            errors.append(
-                (line, LineError(line, f"relation: neither {rel['from']!r} nor {rel['to']!r} is an entity"))
-            )
-        for end in ends:
-            if rel not in end.relations:
-                end.relations.append(rel)
+            relations.append(parsed)
+    counts = _attach(entities, relations)
     items = errors + [(e.line, _record(e)) for e in entities.values()]
     items.sort(key=lambda item: item[0])
-    return MemoryGraph(items=items, entities=len(entities), relations=len(relations))
+    return MemoryGraph(items=items, entities=len(entities), relations=counts)
 
 
 def import_memory_json(

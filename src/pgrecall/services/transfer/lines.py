@@ -1,0 +1,127 @@
+"""Reading an import file: JSON lines one by one, and a cheap look at its first lines for the wrong format.
+
+The look happens before anything is written, so a file given with the wrong --format (the
+memory server's file as jsonl, an export as memory-json, a JSON array, pretty-printed JSON,
+CSV…) ends with one hint instead of one error per line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+FileFormat = Literal["jsonl", "memory-json"]
+# Enough to get past a broken first line of a real file; the look stays cheap on any file.
+SNIFF_LINES = 5
+# A line longer than this is not read whole by the look (a one-line JSON array of a whole export).
+SNIFF_LINE_BYTES = 1 << 20
+MEMORY_TYPES = ("entity", "relation")
+
+
+@dataclass(frozen=True)
+class LineError:
+    """A line that was not imported, and why (the message names the field)."""
+
+    line: int
+    message: str
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def read_jsonl(path: Path, on_line: Callable[[], object] | None = None) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) per non-blank line; a LineError in place of an unparsable one.
+
+    `on_line` is called once per line read, blank ones included, so that it counts what
+    `count_lines` counted.
+    """
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if on_line is not None:
+                on_line()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, LineError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+                continue
+            if number == 1:
+                text = text.removeprefix("\ufeff")
+            if not text.strip():
+                continue
+            try:
+                yield number, json.loads(text, parse_constant=_reject_constant)
+            except json.JSONDecodeError as exc:
+                yield number, LineError(number, f"not valid JSON: {exc.msg} at column {exc.colno}")
+            except ValueError as exc:
+                yield number, LineError(number, f"not valid JSON: {exc}")
+
+
+def count_lines(path: Path) -> int:
+    """How many lines `read_jsonl` will read (a progress total); reads in blocks, parses nothing."""
+    count, last = 0, b"\n"
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")
+
+
+def _first_lines(path: Path) -> tuple[list[str], bool]:
+    # Up to SNIFF_LINES non-blank lines, and whether the look stopped at a line too long to read
+    # whole (that line is kept, cut: its start still shows an array).
+    lines: list[str] = []
+    with path.open("rb") as fh:
+        for _ in range(SNIFF_LINES * 4):  # blank lines count too, so the look stays bounded
+            raw = fh.readline(SNIFF_LINE_BYTES)
+            if not raw:
+                break
+            text = raw.decode("utf-8", "replace").removeprefix("\ufeff").strip()
+            if text:
+                lines.append(text)
+            if len(raw) == SNIFF_LINE_BYTES and not raw.endswith(b"\n"):
+                return lines, True
+            if len(lines) >= SNIFF_LINES:
+                break
+    return lines, False
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _memory_line(obj: dict[str, Any]) -> bool:
+    return obj.get("type") in MEMORY_TYPES and "text" not in obj
+
+
+def wrong_format_hint(path: Path, expected: FileFormat) -> str | None:
+    """A one-line hint when the first lines of `path` show it is not `expected`, else None.
+
+    Only sure signs count: the first JSON object of the file decides which format it is; a
+    file with no JSON object on its first lines is not JSON lines at all. A bad line among
+    good ones is left to the import, which reports it by number.
+    """
+    lines, cut = _first_lines(path)
+    if not lines:
+        return None
+    if lines[0].startswith("["):
+        return "this is a JSON array, not JSON lines (one object per line): convert it with jq -c '.[]'"
+    first = next((obj for obj in map(_object, lines) if obj is not None), None)
+    if first is None and cut:
+        return None  # a very long line: the import itself will say what is wrong with it
+    if first is None:
+        if lines[0] == "{" or (lines[0].startswith("{") and not lines[0].endswith("}")):
+            return "this looks like pretty-printed JSON; import reads JSON lines (one object per line)"
+        return "this does not look like JSON lines: no JSON object on its first lines"
+    if expected == "jsonl" and _memory_line(first):
+        return "this looks like the reference memory server's memory.json: use --format memory-json"
+    if expected == "memory-json" and "type" not in first and "text" in first:
+        return "this looks like pgrecall JSON lines (an export), not memory.json: use --format jsonl"
+    return None
