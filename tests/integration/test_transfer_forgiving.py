@@ -216,3 +216,56 @@ def test_cli_json_summary_counts_relations(app: App, settings: Settings, tmp_pat
         f"{path}: 4 relations: 2 stored in their entities' metadata, "
         "2 dangling (an end is no entity of the file; 1 dropped), 1 repeated"
     ) in text.stdout
+
+
+def _export(app: App) -> str:
+    import io
+
+    from pgrecall.services.transfer import export_jsonl
+
+    out = io.StringIO()
+    with app.db.connect() as conn:
+        export_jsonl(conn, out, owner=OWNER)
+    return out.getvalue()
+
+
+def test_the_language_of_an_unstemmable_entry_travels_through_export_and_import(
+    app: App, tmp_path: Path
+) -> None:
+    japanese = "東京の会議は来週の火曜日に延期されました。資料は共有フォルダにあります。"
+    app.entries.add(OWNER, text=japanese)
+    app.entries.add(OWNER, text="Die Katze schläft am liebsten auf der warmen Fensterbank.")
+    exported = _export(app)
+    records = [json.loads(line) for line in exported.splitlines()]
+    by_text = {r["text"]: r for r in records}
+    assert (by_text[japanese]["language"], by_text[japanese]["detected_language"]) == ("simple", "ja")
+    assert "detected_language" not in by_text["Die Katze schläft am liebsten auf der warmen Fensterbank."]
+
+    # Into an empty store (the entries deleted for good): the export comes back byte for byte.
+    path = _write(tmp_path / "export.jsonl", exported.splitlines())
+    with app.db.connect() as conn:
+        conn.execute("DELETE FROM entries WHERE owner = %s", (OWNER,))
+        conn.commit()
+    assert _import(app, path).errors == []
+    assert _export(app) == exported
+    assert app.entries.stats(OWNER).unsupported_languages == {"ja": 1}
+
+
+def test_imported_lines_say_which_unstemmable_language_they_are(app: App, tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "languages.jsonl",
+        [
+            json.dumps({"text": "서울의 날씨는 오늘 맑고 내일은 비가 올 예정입니다."}),  # detected by script
+            json.dumps({"text": "Spotkanie zostało przełożone na przyszły wtorek.", "language": "pl"}),
+            json.dumps(
+                {"text": "Un texte marqué à la main.", "language": "simple", "detected_language": "de"}
+            ),
+            json.dumps({"text": "Another hand-written line.", "language": "en", "detected_language": "th"}),
+        ],
+    )
+    report = _import(app, path)
+    assert [(e.line, e.message.split(":")[0]) for e in report.errors] == [
+        (3, "detected_language"),
+        (4, "detected_language"),
+    ]
+    assert app.entries.stats(OWNER).unsupported_languages == {"ko": 1, "pl": 1}

@@ -29,7 +29,7 @@ SELECT count(*) AS n FROM entries WHERE (%(owner)s::text IS NULL OR owner = %(ow
 # One owner at a time in (created_at, id) order: served by entries_owner_created, no sort.
 SQL_EXPORT_ROWS = """
 SELECT id, owner, kind, source, title, body, tags, metadata, language::text AS language,
-       content_hash, version, created_at, updated_at, deleted_at,
+       detected_language, content_hash, version, created_at, updated_at, deleted_at,
        CASE WHEN %(with_vectors)s THEN embedding::text END AS embedding,
        CASE WHEN %(with_vectors)s THEN embedding_model END AS embedding_model,
        CASE WHEN %(with_vectors)s THEN embedding_dim END AS embedding_dim
@@ -56,7 +56,8 @@ CREATE TEMP TABLE IF NOT EXISTS pgrecall_import (
     deleted_at      timestamptz,
     embedding       vector,
     embedding_model text,
-    embedding_dim   integer
+    embedding_dim   integer,
+    detected_language text
 )
 """
 
@@ -78,6 +79,7 @@ STAGE_COLUMNS = (
     "embedding",
     "embedding_model",
     "embedding_dim",
+    "detected_language",
 )
 
 SQL_COPY_STAGE = f"COPY pgrecall_import ({', '.join(STAGE_COLUMNS)}) FROM STDIN"
@@ -89,9 +91,11 @@ SQL_TRUNCATE_STAGE = "TRUNCATE pgrecall_import"
 # a vector never differs from a stored one that has a vector.
 _SAME = """
 (
-    (e.kind, e.source, e.title, e.body, e.tags, e.metadata, e.language, e.content_hash, e.deleted_at)
+    (e.kind, e.source, e.title, e.body, e.tags, e.metadata, e.language, e.detected_language,
+     e.content_hash, e.deleted_at)
         IS NOT DISTINCT FROM
-    (s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language, s.content_hash, s.deleted_at)
+    (s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language, s.detected_language,
+     s.content_hash, s.deleted_at)
     AND (s.version IS NULL OR s.version = e.version)
     AND (s.created_at IS NULL OR s.created_at = e.created_at)
     AND (s.updated_at IS NULL OR s.updated_at = e.updated_at)
@@ -146,6 +150,7 @@ UPDATE entries AS e SET
     tags = s.tags,
     metadata = s.metadata,
     language = s.language,
+    detected_language = s.detected_language,
     content_hash = s.content_hash,
     version = coalesce(s.version, e.version + 1),
     created_at = coalesce(s.created_at, e.created_at),
@@ -169,9 +174,11 @@ WHERE e.owner = s.owner AND e.id = s.id AND NOT {_SAME} AND {_WINS}
 
 # statement_timestamp(): rows of one batch without timestamps share one creation time.
 SQL_STAGE_INSERT = """
-INSERT INTO entries (owner, id, kind, source, title, body, tags, metadata, language, content_hash,
-                     version, created_at, updated_at, deleted_at, embedding, embedding_model, embedding_dim)
-SELECT s.owner, s.id, s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language, s.content_hash,
+INSERT INTO entries (owner, id, kind, source, title, body, tags, metadata, language, detected_language,
+                     content_hash, version, created_at, updated_at, deleted_at,
+                     embedding, embedding_model, embedding_dim)
+SELECT s.owner, s.id, s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language,
+       s.detected_language, s.content_hash,
        coalesce(s.version, 1),
        coalesce(s.created_at, statement_timestamp()),
        coalesce(s.updated_at, s.created_at, statement_timestamp()),
@@ -205,6 +212,7 @@ class StagedRow:
     embedding: str | None = None  # pgvector text form '[0.1,…]'
     embedding_model: str | None = None
     embedding_dim: int | None = None
+    detected_language: str | None = None  # ISO code of an unstemmable language stored as 'simple'
 
 
 @dataclass(frozen=True)
@@ -271,6 +279,7 @@ class TransferStore:
                         r.embedding,
                         r.embedding_model,
                         r.embedding_dim,
+                        r.detected_language,
                     )
                 )
 

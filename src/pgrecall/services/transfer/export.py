@@ -55,6 +55,8 @@ def entry_record(row: dict[str, Any], *, with_vectors: bool) -> dict[str, Any]:
         "tags": list(row["tags"]),
         "metadata": sorted_json(row["metadata"]),
         "language": row["language"],
+        # Only when set, so exports of stores without such entries keep their bytes.
+        **({"detected_language": row["detected_language"]} if row["detected_language"] else {}),
         "content_hash": row["content_hash"],
         "version": row["version"],
         "created_at": utc_text(row["created_at"]),

@@ -3,7 +3,8 @@
 A line is an object with the export's keys. Required: `text`. Everything else is optional:
 `id` (a UUID; absent or null → derived from owner + content hash, see `derived_id`), `owner`
 (default: --owner or PGRECALL_OWNER), `kind` ('note'), `language` (a regconfig name as
-exported, or an ISO 639-1 code; absent → detected like any write), `content_hash` (checked
+exported, or an ISO 639-1 code; absent → detected like any write; a code this server cannot stem
+→ 'simple'), `detected_language` (with 'simple': that unstemmable language), `content_hash` (checked
 against the text when given), `version` and the timestamps (under the default --on-conflict
 newer, a line replaces a stored entry only with a higher version or a later updated_at; one
 without either is skipped and counted in `skipped_not_newer`), vectors (`embedding` with
@@ -24,7 +25,7 @@ from typing import Any
 
 import psycopg
 
-from pgrecall.domain.language import LanguageCatalog, LanguageDetector
+from pgrecall.domain.language import ISO_639_1, SIMPLE, LanguageCatalog, LanguageDetector
 from pgrecall.domain.text import content_hash
 from pgrecall.domain.validation import (
     check_body,
@@ -50,6 +51,7 @@ FIELDS = (
     "tags",
     "metadata",
     "language",
+    "detected_language",
     "content_hash",
     "version",
     "created_at",
@@ -200,16 +202,26 @@ class RecordValidator:
             raise InvalidInputError("owner", f"must be a string of 1 to {MAX_OWNER_CHARS} characters")
         return value
 
-    def _language(self, value: Any, title: str | None, body: str) -> str:
+    def _language(self, value: Any, detected: Any, title: str | None, body: str) -> tuple[str, str | None]:
+        """(regconfig, detected_language) of a line, resolved as EntryService.add resolves them."""
+        if detected is not None:
+            if not isinstance(detected, str) or detected not in ISO_639_1 or detected in self.catalog.codes:
+                raise InvalidInputError(
+                    "detected_language", "must be the ISO 639-1 code of a language this server cannot stem"
+                )
+            if value not in (None, SIMPLE):
+                raise InvalidInputError("detected_language", "goes only with language 'simple' or none")
+            return SIMPLE, detected
         if value is None:
-            # The same resolution as EntryService.add without an explicit language.
-            return self.detector.resolve(None, f"{title or ''}\n{body}").regconfig
+            resolved = self.detector.resolve(None, f"{title or ''}\n{body}")
+            return resolved.regconfig, resolved.detected
         if not isinstance(value, str):
             raise InvalidInputError("language", "must be a string or null")
         key = value.strip().lower()
         if key in self.catalog.configs:
-            return key
-        return self.catalog.resolve_explicit(value).regconfig
+            return key, None
+        resolved = self.catalog.resolve_for_entry(value)
+        return resolved.regconfig, resolved.detected
 
     def validate(self, obj: Any) -> StagedRow:
         """Validate one line; InvalidInputError names the first bad field."""
@@ -236,6 +248,9 @@ class RecordValidator:
         if given_hash is not None and given_hash != digest:
             raise InvalidInputError("content_hash", f"does not match the text (which hashes to {digest})")
         embedding, model, dim = _vector(obj)
+        language, detected_language = self._language(
+            obj.get("language"), obj.get("detected_language"), title, body
+        )
         return StagedRow(
             owner=owner,
             id=ident or derived_id(owner, digest),
@@ -245,7 +260,8 @@ class RecordValidator:
             body=body,
             tags=check_tags(tags),
             metadata=check_metadata(obj.get("metadata")),
-            language=self._language(obj.get("language"), title, body),
+            language=language,
+            detected_language=detected_language,
             content_hash=digest,
             version=_version(obj),
             created_at=_timestamp(obj, "created_at"),
