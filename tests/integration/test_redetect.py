@@ -127,3 +127,20 @@ def test_cli_dry_run_prints_transitions(
     assert real.exit_code == 0, real.output
     assert "updated: 2; skipped (edited meanwhile): 0" in real.stdout
     assert _reload(app, entries["english"]).language == "english"
+
+
+def test_an_unstemmable_text_stored_before_0007_gets_its_language_recorded(app: App) -> None:
+    japanese = "東京の会議は来週の火曜日に延期されました。資料は共有フォルダにあります。"
+    entry = app.entries.add("carol", text=japanese).entry
+    # As written before migration 0007: 'simple' with nothing recorded.
+    with app.db.connect() as conn:
+        conn.execute("UPDATE entries SET detected_language = NULL WHERE id = %s", (entry.id,))
+        conn.commit()
+    assert app.entries.stats("carol").unsupported_languages == {}
+    report = _run(app, owner="carol")
+    assert dict(report.transitions) == {("simple", "simple (ja)"): 1}
+    assert report.updated == 1
+    assert _reload(app, entry).detected_language == "ja"
+    assert app.entries.stats("carol").unsupported_languages == {"ja": 1}
+    again = _run(app, owner="carol")
+    assert (again.unchanged, again.updated) == (1, 0)

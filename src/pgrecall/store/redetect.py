@@ -20,7 +20,7 @@ SQL_REDETECT_COUNT = f"SELECT count(*) AS n FROM entries WHERE {_SCOPE}"
 
 # Keyset over the primary key: each batch is an index range scan, whatever the table size.
 SQL_REDETECT_BATCH = f"""
-SELECT owner, id, title, body, language::text AS language, content_hash
+SELECT owner, id, title, body, language::text AS language, detected_language, content_hash
 FROM entries
 WHERE {_SCOPE}
   AND (%(after_owner)s::text IS NULL OR (owner, id) > (%(after_owner)s::text, %(after_id)s::uuid))
@@ -32,9 +32,10 @@ LIMIT %(limit)s
 # version is not bumped (see redetect.py); updated_at is, so readers can see the row changed.
 SQL_REDETECT_UPDATE = """
 UPDATE entries AS e
-SET language = c.language::regconfig, updated_at = clock_timestamp()
-FROM unnest(%(owners)s::text[], %(ids)s::uuid[], %(old)s::text[], %(new)s::text[], %(hashes)s::text[])
-     AS c(owner, id, old_language, language, content_hash)
+SET language = c.language::regconfig, detected_language = c.detected, updated_at = clock_timestamp()
+FROM unnest(%(owners)s::text[], %(ids)s::uuid[], %(old)s::text[], %(new)s::text[], %(hashes)s::text[],
+            %(detected)s::text[])
+     AS c(owner, id, old_language, language, content_hash, detected)
 WHERE e.owner = c.owner AND e.id = c.id
   AND e.language = c.old_language::regconfig AND e.content_hash = c.content_hash
 """
@@ -49,6 +50,7 @@ class LanguageChange:
     old: str
     new: str
     content_hash: str
+    detected: str | None = None  # with new = 'simple': the unstemmable language found
 
 
 class RedetectStore:
@@ -87,6 +89,7 @@ class RedetectStore:
             "old": [c.old for c in changes],
             "new": [c.new for c in changes],
             "hashes": [c.content_hash for c in changes],
+            "detected": [c.detected for c in changes],
         }
         with self.pool.connection() as conn:
             return conn.execute(SQL_REDETECT_UPDATE, params).rowcount

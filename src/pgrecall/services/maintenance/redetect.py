@@ -9,6 +9,9 @@ stored many entries as 'simple'. Decisions:
   being unsure is no evidence against the language the entry has.
 - pgrecall does not record how a language was chosen, so a full pass also re-judges
   languages that were given explicitly; `only_simple` touches only entries stored as 'simple'.
+- A text in a language PostgreSQL cannot stem (say Japanese) becomes 'simple' with that
+  language recorded in `detected_language`, as a new write would be: that is a finding, not
+  an unsure verdict, so it also replaces a stemmed language.
 - Resumable by being idempotent: a pass re-run after an interruption finds the rows it
   already did unchanged and goes on with the rest.
 """
@@ -41,6 +44,10 @@ class RedetectReport:
         return sum(self.transitions.values())
 
 
+def _label(regconfig: str, detected: str | None) -> str:
+    return f"{regconfig} ({detected})" if detected else regconfig
+
+
 def redetect_languages(
     store: RedetectStore,
     detector: LanguageDetector,
@@ -62,15 +69,18 @@ def redetect_languages(
         changes: list[LanguageChange] = []
         for row in rows:
             # The same text the write path detects on: title and body.
-            verdict = detector.detect(f"{row['title'] or ''}\n{row['body']}").regconfig
-            current = row["language"]
-            if verdict == current:
+            resolved = detector.detect(f"{row['title'] or ''}\n{row['body']}")
+            verdict, found = resolved.regconfig, resolved.detected if resolved.regconfig == SIMPLE else None
+            current, stored = row["language"], row["detected_language"]
+            if (verdict, found) == (current, stored):
                 report.unchanged += 1
-            elif verdict == SIMPLE:
+            elif verdict == SIMPLE and found is None:
                 report.kept_unsure += 1
             else:
-                report.transitions[(current, verdict)] += 1
-                changes.append(LanguageChange(row["owner"], row["id"], current, verdict, row["content_hash"]))
+                report.transitions[(_label(current, stored), _label(verdict, found))] += 1
+                changes.append(
+                    LanguageChange(row["owner"], row["id"], current, verdict, row["content_hash"], found)
+                )
         if not dry_run:
             applied = store.apply(changes)
             report.updated += applied
