@@ -237,7 +237,9 @@ def test_update_by_a_part_with_expected_version(
 
 def test_version_flag_completion_and_plain_help(env: dict[str, str]) -> None:
     assert _ok(env, "--version") == _ok(env, "version")
-    script = _ok(env, "--show-completion", "bash")
+    # typer asks shellingham for the parent shell, which a test runner started from a daemon or CI
+    # may not have; its own switch makes --show-completion take the shell as a value instead.
+    script = _ok({**env, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}, "--show-completion", "bash")
     assert "_PGRECALL_COMPLETE" in script and "complete" in script
     words = _ok(
         {**env, "_PGRECALL_COMPLETE": "complete_bash", "COMP_WORDS": "pgrecall se", "COMP_CWORD": "1"}
