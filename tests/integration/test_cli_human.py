@@ -259,6 +259,8 @@ def _controlling_terminal() -> None:
 
     os.setsid()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    # A runner started in the background (no job control) hands its children SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _poll(condition: object, what: str) -> None:

