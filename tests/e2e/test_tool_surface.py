@@ -15,7 +15,16 @@ from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
 
-READ_ONLY = {"get_entry", "list_entries", "stats", "search", "build_context", "verify_citations"}
+READ_ONLY = {
+    "get_entry",
+    "list_entries",
+    "stats",
+    "search",
+    "build_context",
+    "verify_citations",
+    "recent_activity",
+    "list_tags",
+}
 HASH = "sha256:" + "0" * 64
 
 
@@ -85,6 +94,8 @@ def _base_arguments(entry_id: str) -> dict[str, dict[str, Any]]:
         "search": {"query": "null default", "selected_text": "defaults"},
         "build_context": {"query": "null default", "selected_text": "defaults"},
         "verify_citations": {"citations": [{"content_hash": HASH}]},
+        "recent_activity": {"since": "7d"},
+        "list_tags": {},
     }
 
 

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from pgrecall import __version__
+from pgrecall.mcp.activity_tools import register_activity_tools
 from pgrecall.mcp.auth import SCOPE, DatabaseTokenVerifier
 from pgrecall.mcp.entry_tools import register_entry_tools
 from pgrecall.mcp.errors import argument_errors
@@ -136,6 +137,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
 
     register_entry_tools(server, runtime, current_owner)
     register_retrieval_tools(server, runtime, current_owner)
+    register_activity_tools(server, runtime, current_owner)
     register_resources(server, runtime, current_owner, bus)
     register_prompts(server, runtime, current_owner)
 

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
+from pgrecall.domain.activity import (
+    MAX_ACTIVITY_LIMIT,
+    MAX_TAG_LIMIT,
+    MAX_TAG_PREFIX_CHARS,
+    decode_activity_cursor,
+    encode_activity_cursor,
+    parse_since,
+)
 from pgrecall.domain.text import snippet
-from pgrecall.store.activity import ActivityStore, Change, TagCount
+from pgrecall.domain.validation import check_limit
+from pgrecall.errors import InvalidInputError
+from pgrecall.store.activity import ActivityStore, Change, EntryChange, TagCount
 
 RECENT_CHANGES = 20
 MAX_TAGS = 500  # an owner with more tags than this gets the most used ones, and is told so
 
-__all__ = ["MAX_TAGS", "RECENT_CHANGES", "ActivityService", "Recent", "TagCount", "Tags"]
+__all__ = ["MAX_TAGS", "RECENT_CHANGES", "ActivityPage", "ActivityService", "Recent", "TagCount", "Tags"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,20 @@ class Recent:
     at: datetime
 
 
+@dataclass(frozen=True)
+class ActivityPage:
+    """One page of changes in a window, newest first, and the cursor of the next page."""
+
+    since: datetime
+    changes: list[Recent]
+    next_cursor: str | None
+
+
+def _recent(change: EntryChange) -> Recent:
+    label = "" if change.title else snippet(change.body_start, 120)
+    return Recent(change.id, change.title, label, change.kind, change.change, change.at)
+
+
 class ActivityService:
     """Read-only overviews of one owner's entries."""
 
@@ -48,7 +72,23 @@ class ActivityService:
 
     def recent(self, owner: str, limit: int = RECENT_CHANGES) -> list[Recent]:
         """The owner's last `limit` changes (added, updated, deleted), newest first."""
-        return [
-            Recent(c.id, c.title, "" if c.title else snippet(c.body_start, 120), c.kind, c.change, c.at)
-            for c in self.store.recent_changes(owner, limit)
-        ]
+        return [_recent(c) for c in self.store.recent_changes(owner, limit)]
+
+    def tags_with_prefix(self, owner: str, prefix: str | None, limit: int) -> Tags:
+        """Up to `limit` tags of live entries starting with `prefix` (any case), most used first."""
+        check_limit(limit, "limit", MAX_TAG_LIMIT)
+        if prefix is not None and len(prefix) > MAX_TAG_PREFIX_CHARS:
+            raise InvalidInputError("prefix", f"at most {MAX_TAG_PREFIX_CHARS} characters")
+        found = self.store.tag_counts(owner, limit + 1, prefix or None)
+        return Tags(found[:limit], truncated=len(found) > limit)
+
+    def since(self, owner: str, since: str, *, limit: int = 20, cursor: str | None = None) -> ActivityPage:
+        """Changes (added, updated, deleted) from `since` (ISO time or 30m/24h/7d/2w) on, newest first."""
+        start = parse_since(since, datetime.now(UTC))
+        check_limit(limit, "limit", MAX_ACTIVITY_LIMIT)
+        after = decode_activity_cursor(cursor) if cursor is not None else None
+        rows = self.store.changes_since(owner, start, limit + 1, after)
+        page = rows[:limit]
+        more = len(rows) > limit and page
+        next_cursor = encode_activity_cursor(page[-1].at, page[-1].id, page[-1].change) if more else None
+        return ActivityPage(start, [_recent(c) for c in page], next_cursor)

@@ -15,10 +15,12 @@ from pgrecall.store.scope import owner_transaction
 Change = Literal["added", "updated", "deleted"]
 
 # Live entries only: a tag that survives only on deleted entries is not one to reuse.
+# A prefix matches case-insensitively (starts_with: no LIKE pattern to escape).
 SQL_TAG_COUNTS = """
 SELECT tag, count(*) AS n
 FROM entries, unnest(tags) AS tag
 WHERE owner = %(owner)s AND deleted_at IS NULL
+  AND (%(prefix)s::text IS NULL OR starts_with(lower(tag), lower(%(prefix)s::text)))
 GROUP BY tag
 ORDER BY n DESC, tag
 LIMIT %(limit)s
@@ -43,6 +45,32 @@ UNION ALL
  FROM entries WHERE owner = %(owner)s AND deleted_at IS NOT NULL
  ORDER BY deleted_at DESC LIMIT %(limit)s)
 ORDER BY at DESC, id DESC, change
+LIMIT %(limit)s
+"""
+
+
+# The same three kinds of change in a window, newest first, paged by a keyset on (at, id, change)
+# in descending order (row comparison: every branch reads only rows after the cursor).
+SQL_ACTIVITY_SINCE = """
+(SELECT id, title, left(body, 1000) AS body, kind, 'added' AS change, created_at AS at
+ FROM entries WHERE owner = %(owner)s AND created_at >= %(since)s
+   AND (%(c_at)s::timestamptz IS NULL
+        OR (created_at, id, 'added') < (%(c_at)s, %(c_id)s::uuid, %(c_change)s::text))
+ ORDER BY created_at DESC, id DESC LIMIT %(limit)s)
+UNION ALL
+(SELECT id, title, left(body, 1000), kind, 'updated', updated_at
+ FROM entries WHERE owner = %(owner)s AND deleted_at IS NULL AND updated_at >= %(since)s
+   AND (version > 1 OR updated_at > created_at + interval '1 second')
+   AND (%(c_at)s::timestamptz IS NULL
+        OR (updated_at, id, 'updated') < (%(c_at)s, %(c_id)s::uuid, %(c_change)s::text))
+ ORDER BY updated_at DESC, id DESC LIMIT %(limit)s)
+UNION ALL
+(SELECT id, title, left(body, 1000), kind, 'deleted', deleted_at
+ FROM entries WHERE owner = %(owner)s AND deleted_at >= %(since)s
+   AND (%(c_at)s::timestamptz IS NULL
+        OR (deleted_at, id, 'deleted') < (%(c_at)s, %(c_id)s::uuid, %(c_change)s::text))
+ ORDER BY deleted_at DESC, id DESC LIMIT %(limit)s)
+ORDER BY at DESC, id DESC, change DESC
 LIMIT %(limit)s
 """
 
@@ -73,14 +101,31 @@ class ActivityStore:
     def __init__(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]]) -> None:
         self.pool = pool
 
-    def tag_counts(self, owner: str, limit: int) -> list[TagCount]:
-        """The owner's tags on live entries, most used first (ties by name)."""
+    def tag_counts(self, owner: str, limit: int, prefix: str | None = None) -> list[TagCount]:
+        """The owner's tags on live entries (starting with `prefix`, any case), most used first."""
+        params = {"owner": owner, "limit": limit, "prefix": prefix}
         with owner_transaction(self.pool, owner) as conn:
-            rows = conn.execute(SQL_TAG_COUNTS, {"owner": owner, "limit": limit}).fetchall()
+            rows = conn.execute(SQL_TAG_COUNTS, params).fetchall()
         return [TagCount(r["tag"], int(r["n"])) for r in rows]
 
     def recent_changes(self, owner: str, limit: int) -> list[EntryChange]:
         """The owner's latest `limit` changes, newest first."""
         with owner_transaction(self.pool, owner) as conn:
             rows = conn.execute(SQL_RECENT_CHANGES, {"owner": owner, "limit": limit}).fetchall()
+        return [EntryChange(r["id"], r["title"], r["body"], r["kind"], r["change"], r["at"]) for r in rows]
+
+    def changes_since(
+        self, owner: str, since: datetime, limit: int, after: tuple[datetime, uuid.UUID, str] | None
+    ) -> list[EntryChange]:
+        """Up to `limit` changes at or after `since`, newest first, after the keyset `after`."""
+        params = {
+            "owner": owner,
+            "since": since,
+            "limit": limit,
+            "c_at": after[0] if after else None,
+            "c_id": after[1] if after else None,
+            "c_change": after[2] if after else None,
+        }
+        with owner_transaction(self.pool, owner) as conn:
+            rows = conn.execute(SQL_ACTIVITY_SINCE, params).fetchall()
         return [EntryChange(r["id"], r["title"], r["body"], r["kind"], r["change"], r["at"]) for r in rows]

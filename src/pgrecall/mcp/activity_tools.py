@@ -1,0 +1,130 @@
+"""The overview tools: what changed in a window (recent_activity) and which tags are in use (list_tags)."""
+
+# No `from __future__ import annotations`: the SDK evaluates tool signatures.
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel, Field
+
+from pgrecall.domain.activity import MAX_ACTIVITY_LIMIT, MAX_TAG_LIMIT, MAX_TAG_PREFIX_CHARS
+from pgrecall.mcp import params as p
+from pgrecall.mcp.errors import run_blocking
+from pgrecall.mcp.observability import observe
+from pgrecall.mcp.runtime import Runtime, runtime_tool
+
+
+class ActivityItem(BaseModel):
+    """One change to an entry."""
+
+    id: str
+    title: str | None
+    snippet: str | None = Field(default=None, description="Start of the text, for an untitled entry.")
+    kind: str
+    change: str = Field(description="added, updated (text, fields or a restore) or deleted.")
+    at: datetime
+
+
+class ActivityResult(BaseModel):
+    """One page of recent_activity."""
+
+    since: datetime = Field(description="Start of the window (UTC).")
+    changes: list[ActivityItem] = Field(description="Newest first.")
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last.")
+
+
+class TagCountOut(BaseModel):
+    """A tag and its live entries."""
+
+    tag: str
+    entries: int
+
+
+class TagsResult(BaseModel):
+    """Result of list_tags."""
+
+    tags: list[TagCountOut] = Field(description="Most used first (ties by name).")
+    truncated: bool = Field(description="More tags match than `limit`.")
+
+
+def register_activity_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
+    """Register recent_activity and list_tags on `server`."""
+
+    @runtime_tool(server, runtime, annotations=p.READ_ONLY)
+    async def recent_activity(
+        since: Annotated[
+            str,
+            Field(
+                description="Start of the window: an ISO 8601 time (no offset = UTC) or a duration "
+                "back from now: 30m, 24h, 7d, 2w (at most 3650 days).",
+                max_length=64,
+            ),
+        ],
+        limit: Annotated[
+            int,
+            Field(
+                description=f"Page size, 1-{MAX_ACTIVITY_LIMIT}.",
+                ge=1,
+                le=MAX_ACTIVITY_LIMIT,
+                json_schema_extra=p.OR_NULL,
+            ),
+            p.NULL_IS_DEFAULT,
+        ] = 20,
+        cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
+    ) -> ActivityResult:
+        """What was added, updated or deleted since a time, newest first, paginated.
+
+        Each entry appears with its creation, its latest update while live, and its deletion
+        (no history of earlier edits is kept). Use it for "what changed this week".
+        """
+        with observe(runtime.metrics, "recent_activity") as call:
+            page = await run_blocking(
+                runtime.app.activity.since, current_owner(), since, limit=limit, cursor=cursor
+            )
+            call.fields["count"] = len(page.changes)
+            return ActivityResult(
+                since=page.since,
+                changes=[
+                    ActivityItem(
+                        id=str(c.id),
+                        title=c.title,
+                        snippet=c.snippet or None,
+                        kind=c.kind,
+                        change=c.change,
+                        at=c.at,
+                    )
+                    for c in page.changes
+                ],
+                next_cursor=page.next_cursor,
+            )
+
+    @runtime_tool(server, runtime, annotations=p.READ_ONLY)
+    async def list_tags(
+        prefix: Annotated[
+            str | None,
+            Field(
+                description="Only tags starting with this (case-insensitive).",
+                max_length=MAX_TAG_PREFIX_CHARS,
+            ),
+        ] = None,
+        limit: Annotated[
+            int,
+            Field(
+                description=f"At most this many, 1-{MAX_TAG_LIMIT}.",
+                ge=1,
+                le=MAX_TAG_LIMIT,
+                json_schema_extra=p.OR_NULL,
+            ),
+            p.NULL_IS_DEFAULT,
+        ] = 100,
+    ) -> TagsResult:
+        """Tags in use on live entries with their counts, most used first: reuse them when tagging."""
+        with observe(runtime.metrics, "list_tags") as call:
+            found = await run_blocking(runtime.app.activity.tags_with_prefix, current_owner(), prefix, limit)
+            call.fields["count"] = len(found.tags)
+            return TagsResult(
+                tags=[TagCountOut(tag=t.tag, entries=t.entries) for t in found.tags],
+                truncated=found.truncated,
+            )
