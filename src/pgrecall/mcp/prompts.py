@@ -78,6 +78,7 @@ def save_text(topic: str | None, tags: list[str]) -> str:
 3. Otherwise call add_entry with {{"kind": "decision", "title": <a short title, under 80 characters>,
    "text": <the decision, its reason and its context, self-contained: it will be read without this
    conversation>, "tags": [<2-4 lowercase tags: project, component, topic>]}}.{extra_tags}
+   Prefer tags already in use: call list_tags once first (with "prefix" to narrow it down).
    Mention related entries by id in the text (e.g. "see <id>") to link them.
 4. add_entry returns "similar": if an entry there says nearly the same, merge the two with
    update_entry and delete_entry the newer duplicate.
@@ -92,7 +93,7 @@ def review_text(topic: str | None) -> str:
    with {{"limit": 100}} and keep the entries about {topic}."""
     else:
         gather = """Call stats (to see the size), then list_entries with {"limit": 100}; follow
-   "next_cursor" for at most 5 pages."""
+   "next_cursor" for at most 5 pages. recent_activity with {"since": "30d"} shows what changed lately."""
     return f"""Review my pgrecall memory{f" about {topic}" if topic else ""} and propose a clean-up.
 
 1. {gather}
