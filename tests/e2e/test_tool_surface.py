@@ -11,6 +11,8 @@ import pytest
 from mcp import Client
 
 from pgrecall.domain.validation import MAX_LIST_LIMIT, MAX_TOP_K
+from pgrecall.mcp.runtime import Runtime
+from pgrecall.mcp.server import create_server
 from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
@@ -199,3 +201,20 @@ async def test_result_text_is_compact_json_of_the_structured_content(client: Cli
         text = result.content[0].text  # type: ignore[union-attr]
         assert json.loads(text) == result.structured_content
         assert text == json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+
+
+async def test_the_tool_list_is_computed_once_and_follows_a_tool_added_later(runtime: Runtime) -> None:
+    server = create_server(runtime)
+    async with Client(server) as client:
+        first = (await client.list_tools()).tools
+        assert (await server.list_tools()) is (await server.list_tools())  # not recomputed per call
+
+        async def echo_tool(word: str) -> str:
+            """Say the word back."""
+            return word
+
+        server.add_tool(echo_tool)
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == {t.name for t in first} | {"echo_tool"}
+        server.remove_tool("echo_tool")
+        assert {t.name for t in (await client.list_tools()).tools} == {t.name for t in first}

@@ -55,17 +55,31 @@ def _untitled(node: Any) -> Any:
 class PgrecallServer(MCPServer):
     """MCPServer with a smaller tool surface: untitled schemas, one-line argument errors, compact text."""
 
+    _listed: list[MCPTool] | None = None
+
+    def add_tool(self, fn: Any, *args: Any, **kwargs: Any) -> None:
+        """Register a tool (and forget the computed list)."""
+        self._listed = None
+        super().add_tool(fn, *args, **kwargs)
+
+    def remove_tool(self, name: str) -> None:
+        """Remove a tool (and forget the computed list)."""
+        self._listed = None
+        super().remove_tool(name)
+
     async def list_tools(self) -> list[MCPTool]:
-        """The tools, their schemas without generated titles."""
-        return [
-            tool.model_copy(
-                update={
-                    "input_schema": _untitled(tool.input_schema),
-                    "output_schema": _untitled(tool.output_schema) if tool.output_schema else None,
-                }
-            )
-            for tool in await super().list_tools()
-        ]
+        """The tools, their schemas without generated titles (computed once: tools are fixed at start)."""
+        if self._listed is None:
+            self._listed = [
+                tool.model_copy(
+                    update={
+                        "input_schema": _untitled(tool.input_schema),
+                        "output_schema": _untitled(tool.output_schema) if tool.output_schema else None,
+                    }
+                )
+                for tool in await super().list_tools()
+            ]
+        return self._listed
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
