@@ -324,3 +324,15 @@ def test_serve_on_a_terminal_says_so_and_stops_on_the_first_ctrl_c(pg_home: Path
     assert "Traceback" not in text, text
     assert proc.returncode == 0, text
     assert released, "the embedded PostgreSQL was not released (the last holder stops it)"
+
+
+def test_activity_and_tags_commands(env: dict[str, str]) -> None:
+    # The module's other tests share this database: only what this test adds is asserted on.
+    added = json.loads(
+        _ok(env, "add", "The activity command lists this entry.", "--tag", "ActivityCheck", "--tag", "cli")
+    )
+    recent = json.loads(_ok(env, "activity", "--since", "1h"))
+    assert (added["id"], "added") in {(c["id"], c["change"]) for c in recent["changes"]}
+    found = json.loads(_ok(env, "tags", "--prefix", "activityc"))
+    assert found == {"tags": [{"tag": "ActivityCheck", "entries": 1}], "truncated": False}
+    assert "since: not understood" in _one_line_failure(env, "activity", "--since", "last week")

@@ -14,7 +14,20 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
-from pgrecall.cli import bench, common, db, entries, eval, migrate, ops, search, serve, tokens, transfer
+from pgrecall.cli import (
+    activity,
+    bench,
+    common,
+    db,
+    entries,
+    eval,
+    migrate,
+    ops,
+    search,
+    serve,
+    tokens,
+    transfer,
+)
 
 # Shells complete `pgrecall`, whatever started us (`python -m pgrecall` would name itself otherwise).
 PROG_NAME = "pgrecall"
@@ -88,6 +101,7 @@ app.add_typer(migrate.app, name="migrate")
 app.add_typer(tokens.app, name="token")
 entries.register(app)
 search.register(app)
+activity.register(app)
 ops.register(app)
 transfer.register(app)
 serve.register(app)
