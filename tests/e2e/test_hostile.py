@@ -58,6 +58,8 @@ TOOLS = {
     "build_context",
     "verify_citations",
     "stats",
+    "recent_activity",
+    "list_tags",
 }
 # Moderate by default so the file runs in a couple of minutes; raise it to hunt harder.
 EXAMPLES = int(os.environ.get("PGRECALL_HOSTILE_EXAMPLES", "60"))
@@ -531,6 +533,26 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
         ),
         "verify_citations": tool_args({"citations": CITATIONS}, ("citations",)),
         "stats": tool_args({}),
+        "recent_activity": tool_args(
+            {
+                "since": (
+                    st.sampled_from(["7d", "24h", "30m", "2w", "2026-01-01T00:00:00Z", "2026-11-01"]),
+                    st.one_of(ANY_TEXT, WRONG, st.sampled_from(["99999w", "", "x" * 65, "\x00"])),
+                ),
+                "limit": _ints(1, 100),
+                "cursor": (st.none(), st.one_of(st.sampled_from(CURSORS), ANY_TEXT, WRONG)),
+            },
+            ("since",),
+        ),
+        "list_tags": tool_args(
+            {
+                "prefix": (
+                    st.one_of(st.none(), st.sampled_from(["o", "LA", "ani"]), SHORT_VALID),
+                    st.one_of(st.sampled_from(["x" * 101, "a\x00"]), WRONG),
+                ),
+                "limit": _ints(1, 500),
+            }
+        ),
     }
 
 

@@ -54,7 +54,7 @@ def decode_activity_cursor(cursor: str) -> tuple[datetime, uuid.UUID, str]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         at, entry_id, change = json.loads(raw)
         decoded = datetime.fromisoformat(at), uuid.UUID(entry_id), str(change)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, AttributeError):  # any shape of garbage: not one of ours
         decoded = None
     if decoded is None or decoded[2] not in CHANGES or decoded[0].tzinfo is None:
         raise InvalidInputError("cursor", "not a cursor returned by recent_activity; omit it to start over")

@@ -79,6 +79,8 @@ class ActivityService:
         check_limit(limit, "limit", MAX_TAG_LIMIT)
         if prefix is not None and len(prefix) > MAX_TAG_PREFIX_CHARS:
             raise InvalidInputError("prefix", f"at most {MAX_TAG_PREFIX_CHARS} characters")
+        if prefix is not None and "\x00" in prefix:
+            raise InvalidInputError("prefix", "must not contain NUL characters")
         found = self.store.tag_counts(owner, limit + 1, prefix or None)
         return Tags(found[:limit], truncated=len(found) > limit)
 
