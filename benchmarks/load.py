@@ -13,6 +13,9 @@ Run: python benchmarks/load.py [--seconds 60] [--clients 16] [--seed-entries 100
 4. --clients concurrent MCP clients (mcp.Client over streamable HTTP, one session each) for
    --seconds: --search-ratio searches, the rest add_entry. Latency is measured at the client.
 5. Every acknowledged write is then looked up in the database by id and content_hash.
+6. Where the CPU went during the window, in cores per role (server, model worker, language
+   detector, PostgreSQL, these load clients, other work on the host): on a saturated machine the
+   throughput is the cores divided by the CPU one operation costs.
 
 The report (stdout, and --json) has throughput and p50/p95/p99 latency per operation and
 overall, errors (goal: 0), the verification, and the server's own split of search time into
@@ -43,6 +46,7 @@ from typing import Any
 import anyio
 import httpx
 import numpy as np
+import psutil
 import psycopg
 from mcp import Client
 
@@ -244,6 +248,8 @@ class Results:
     acked: dict[str, str] = field(default_factory=dict)  # id -> content_hash
     degraded_searches: int = 0
     empty_searches: int = 0
+    cpu_before: dict[int, tuple[str, float]] = field(default_factory=dict)
+    cpu_after: dict[int, tuple[str, float]] = field(default_factory=dict)
 
     def error(self, op: str, message: str) -> None:
         self.errors[op] += 1
@@ -307,10 +313,55 @@ async def run_clients(
         with anyio.fail_after(STARTUP_BOUND_S):
             while ready < clients:
                 await anyio.sleep(0.05)
+        results.cpu_before = cpu_snapshot()
         start = time.monotonic()
         window["end"] = start + seconds
         go.set()
+    results.cpu_after = cpu_snapshot()
     return results, time.monotonic() - start
+
+
+# -- where the CPU went ----------------------------------------------------------------------------
+
+
+def cpu_snapshot() -> dict[int, tuple[str, float]]:
+    """Every process's role and CPU seconds (user + system) so far."""
+    out: dict[int, tuple[str, float]] = {}
+    for proc in psutil.process_iter(["pid", "cmdline", "cpu_times"]):
+        times = proc.info["cpu_times"]
+        if times is None:
+            continue
+        out[proc.info["pid"]] = (
+            _role(proc.info["pid"], proc.info["cmdline"] or []),
+            times.user + times.system,
+        )
+    return out
+
+
+def _role(pid: int, cmdline: list[str]) -> str:
+    line = " ".join(cmdline)
+    if pid == os.getpid():
+        return "load clients"
+    if "pgrecall.worker.detect_child" in line:
+        return "language detector"
+    if "pgrecall.worker" in line and "pgrecall-load-run-" in line:
+        return "model worker"
+    if "pgrecall serve" in line:
+        return "server"
+    if line.startswith("postgres") or "/bin/postgres" in line:
+        return "postgresql"
+    return "other work on the host"
+
+
+def cores_used(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], seconds: float
+) -> dict[str, float]:
+    """Cores each role kept busy during the window (2.0 = both cores of a 2-core machine)."""
+    used: dict[str, float] = {}
+    for pid, (role, total) in after.items():
+        spent = total - before.get(pid, (role, 0.0))[1]
+        used[role] = used.get(role, 0.0) + spent
+    return {role: round(spent / seconds, 2) for role, spent in sorted(used.items(), key=lambda kv: -kv[1])}
 
 
 async def warm_up(base: str, pool: Sequence[str]) -> dict[str, str]:
@@ -442,6 +493,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "searches_empty": results.empty_searches,
         "verification": checked,
         "server_mean_ms": split,
+        # Where the CPU went during the window: with every core busy, throughput is this budget
+        # divided by the CPU each operation costs, whatever the scheduling.
+        "cores_used": cores_used(results.cpu_before, results.cpu_after, elapsed),
     }
     text = json.dumps(report, indent=2, ensure_ascii=False)
     print(text)

