@@ -346,10 +346,15 @@ FILTERS: dict[str, Param] = {
     "language": (LANGUAGE_OK, LANGUAGE_BAD),
     "kind": (KIND_OK, KIND_BAD),
     "source": (SOURCE_OK, SOURCE_BAD),
+    "source_prefix": (SOURCE_OK, SOURCE_BAD),
     "tags_all": (TAGS_OK, TAGS_BAD),
     "tags_any": (TAGS_OK, TAGS_BAD),
 }
 FLAG: Param = (st.booleans(), st.one_of(st.sampled_from(["yes", "maybe", 2, [], {}]), st.floats()))
+RELEVANCE: Param = (
+    st.floats(min_value=0, max_value=1),
+    st.one_of(st.floats().filter(lambda f: not 0 <= f <= 1), st.sampled_from(["0.5", [], {}])),
+)
 MODE: Param = (
     st.sampled_from(["hybrid", "vector", "lexical"]),
     st.one_of(st.sampled_from(["fuzzy", "", "HYBRID"]), WRONG),
@@ -510,6 +515,7 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
                         st.floats().filter(lambda f: not -1 <= f <= 1), st.sampled_from(["0.5", [], {}])
                     ),
                 ),
+                "min_relevance": RELEVANCE,
                 "explain": FLAG,
                 "pinned_hashes": PINS,
                 "diversify": FLAG,
@@ -528,6 +534,7 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
                 "pinned_hashes": PINS,
                 "sections": SECTIONS,
                 "diversify": FLAG,
+                "min_relevance": RELEVANCE,
             },
             ("query",),
         ),
@@ -816,6 +823,7 @@ REGRESSIONS: list[Any] = [
     ("list_entries", {"created_after": NAIVE, "created_before": AWARE}, None),
     ("search", {"query": "pods", "created_after": "0001-01-01T00:00:00+14:00"}, None),
     ("list_entries", {"source": "a\x00b"}, "source"),
+    ("search", {"query": "q", "source_prefix": "docs/\x00"}, "source_prefix"),
     ("list_entries", {"cursor": _cursor(b"[" * 100_000 + b"]" * 100_000)}, "cursor"),
     ("list_entries", {"cursor": "x" * MB}, "cursor"),
     ("update_entry", {"id": "<id1>", "kind": "fact", "expected_version": 2**31}, "expected_version"),

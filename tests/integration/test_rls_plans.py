@@ -18,12 +18,14 @@ from pgrecall.store.entries_sql import SQL_LIST
 from pgrecall.store.search_sql import FILTER_SQL
 
 LIST_PARAMS: dict[str, Any] = {
-    "owner": "alice", "include_deleted": False, "kind": None, "source": None, "language": None,
+    "owner": "alice", "include_deleted": False, "kind": None, "source": None, "source_prefix": None,
+    "language": None,
     "tags_all": None, "tags_any": None, "created_after": None, "created_before": None,
     "updated_after": None, "updated_before": None, "cursor_ts": None, "cursor_id": None, "limit": 21,
 }  # fmt: skip
 
-# (index expected, statement, parameters): the tag statements are the store's own SQL.
+# (index expected, statement, parameters): the tag statements are the store's own SQL, which
+# matches the folded copy of the tags (migration 0008).
 QUERIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "text search": (
         "entries_tsv_gin",
@@ -31,18 +33,20 @@ QUERIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         {},
     ),
     "search tags_all": (
-        "entries_tags_gin",
+        "entries_tags_folded_gin",
         "SELECT e.id FROM entries e WHERE " + FILTER_SQL["tags_all"],
         {"f_tags_all": ["t3"]},
     ),
     "search tags_any": (
-        "entries_tags_gin",
+        "entries_tags_folded_gin",
         "SELECT e.id FROM entries e WHERE " + FILTER_SQL["tags_any"],
         {"f_tags_any": ["t3", "t8"]},
     ),
-    "list tags_all": ("entries_tags_gin", SQL_LIST, {**LIST_PARAMS, "tags_all": ["t3"]}),
-    "list tags_any": ("entries_tags_gin", SQL_LIST, {**LIST_PARAMS, "tags_any": ["t3", "t8"]}),
+    "list tags_all": ("entries_tags_folded_gin", SQL_LIST, {**LIST_PARAMS, "tags_all": ["T3"]}),
+    "list tags_any": ("entries_tags_folded_gin", SQL_LIST, {**LIST_PARAMS, "tags_any": ["t3", "T8"]}),
 }
+# The tag filter as it was up to migration 0008, for the databases of revision 0006.
+TAGS_ALL_0006 = "SELECT e.id FROM entries e WHERE e.tags |@> %(f_tags_all)s::text[]"
 BROAD = ("arraycontains", "arrayoverlap")
 NARROW = ("pgrecall_tags_contain", "pgrecall_tags_overlap")
 NARROW_REVISION = "0006_narrow_tag_operators"
@@ -68,6 +72,8 @@ def _leave_only_gin(conn: psycopg.Connection[Any]) -> None:
         "entries_owner_created",
         "entries_owner_kind",
         "entries_owner_source",
+        "entries_owner_kind_folded",
+        "entries_owner_source_folded",
         "entries_owner_hash",
         "entries_pending",
     ):
@@ -185,7 +191,7 @@ def test_non_superuser_migration_falls_back_to_plain_sql_operators(empty_db_url:
         assert _leakproof(conn, BROAD) == {"arraycontains": True, "arrayoverlap": True}
         # The SQL body is inlined into the core operator: unrestricted queries keep the index.
         conn.execute("SET enable_seqscan = off")
-        _, statement, params = QUERIES["search tags_all"]
+        statement, params = TAGS_ALL_0006, {"f_tags_all": ["t3"]}
         assert "Index Scan on entries_tags_gin" in _plan(conn, statement, params)
         conn.execute(f"SET ROLE {APP_ROLE}")
         conn.execute("SELECT set_config('pgrecall.owner', 'alice', false)")

@@ -44,8 +44,8 @@ def test_statement_is_constant_but_for_the_fragments() -> None:
     filtered = SearchParams(owner="o", query="q", top_k=5, filters=EntryFilters(kind="note", tags_any=["a"]))
     assert not has_filters(plain.filters) and has_filters(filtered.filters)
     text = build_statement(plain).as_string()
-    assert "vector(512)" in text and "e.kind =" not in text
-    assert "e.kind = %(f_kind)s" in build_statement(filtered).as_string()
+    assert "vector(512)" in text and "lower(e.kind) =" not in text
+    assert "lower(e.kind) = lower(%(f_kind)s)" in build_statement(filtered).as_string()
     assert (
         "%(query)s" in SQL_SEARCH and "to_tsquery(" not in SQL_SEARCH
     )  # user text is never parsed as syntax

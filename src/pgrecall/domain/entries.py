@@ -96,11 +96,14 @@ class EntryChanges:
 class EntryFilters:
     """Filters of list and search (all optional); `language` is a regconfig name once checked.
 
+    kind, source, source_prefix and the tags match whatever the case (folded in the store).
+
     Search covers live entries only, so `include_deleted` is for listing.
     """
 
     kind: str | None = None
     source: str | None = None
+    source_prefix: str | None = None
     language: str | None = None
     tags_all: Sequence[str] | None = None
     tags_any: Sequence[str] | None = None

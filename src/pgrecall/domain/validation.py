@@ -76,14 +76,14 @@ def check_title(value: str | None) -> str | None:
     return value or None
 
 
-def check_source(value: str | None) -> str | None:
+def check_source(value: str | None, field: str = "source") -> str | None:
     """Source (URL, path, conversation id…) trimmed; empty becomes None."""
     if value is None:
         return None
-    _no_nul("source", value)
+    _no_nul(field, value)
     value = value.strip()
     if len(value) > MAX_SOURCE_CHARS:
-        raise InvalidInputError("source", f"is {len(value)} characters; the limit is {MAX_SOURCE_CHARS}")
+        raise InvalidInputError(field, f"is {len(value)} characters; the limit is {MAX_SOURCE_CHARS}")
     return value or None
 
 
@@ -284,6 +284,15 @@ def check_min_similarity(value: float | None) -> float | None:
     return float(value)
 
 
+def check_min_relevance(value: float | None) -> float | None:
+    """A relevance floor from 0 to 1 (see domain/relevance.py), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise InvalidInputError("min_relevance", f"must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
 def check_filters(filters: EntryFilters, catalog: LanguageCatalog) -> EntryFilters:
     """List and search filters checked once: tokens, tags, date ranges, language → its regconfig."""
     bounds = {
@@ -297,6 +306,7 @@ def check_filters(filters: EntryFilters, catalog: LanguageCatalog) -> EntryFilte
     return EntryFilters(
         kind=check_kind(filters.kind) if filters.kind is not None else None,
         source=check_source(filters.source),
+        source_prefix=check_source(filters.source_prefix, "source_prefix"),
         language=catalog.resolve_explicit(language).regconfig if language and language.strip() else None,
         tags_all=check_tags(filters.tags_all, "tags_all") or None,
         tags_any=check_tags(filters.tags_any, "tags_any") or None,

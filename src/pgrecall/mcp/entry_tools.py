@@ -176,6 +176,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
     async def list_entries(
         kind: p.KindFilter = None,
         source: p.SourceFilter = None,
+        source_prefix: p.SourcePrefix = None,
         tags_all: p.TagsAll = None,
         tags_any: p.TagsAny = None,
         language: p.LanguageFilter = None,
@@ -192,6 +193,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
             filters = EntryFilters(
                 kind=kind,
                 source=source,
+                source_prefix=source_prefix,
                 language=language,
                 tags_all=tags_all,
                 tags_any=tags_any,

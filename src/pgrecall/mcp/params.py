@@ -10,6 +10,7 @@ from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticUseDefault
 
 from pgrecall.domain.ranking import MMR_LAMBDA
+from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
 from pgrecall.domain.validation import (
     MAX_BUDGET,
     MAX_CITATIONS,
@@ -112,16 +113,29 @@ ExpectedVersion = Annotated[
 ]
 
 # Filters shared by list_entries, search and build_context.
-KindFilter = Annotated[str | None, Field(description="Only entries of this kind.")]
-SourceFilter = Annotated[str | None, Field(description="Only entries with exactly this source.")]
+# kind, source and tags match whatever their case; entries keep them as written.
+KindFilter = Annotated[str | None, Field(description="Only entries of this kind (any case).")]
+SourceFilter = Annotated[
+    str | None, Field(description="Only entries with this source, whole (any case; see source_prefix).")
+]
+SourcePrefix = Annotated[
+    str | None,
+    Field(
+        description="Only entries whose source starts with this (any case), e.g. a folder path "
+        '"docs/adr/" or a site "https://wiki.example.org/". Matched literally: % and _ are plain characters.'
+    ),
+]
 LanguageFilter = Annotated[str | None, Field(description="Only entries in this language (ISO 639-1 code).")]
 TagsAll = Annotated[
     list[str] | None,
-    Field(description=f"Only entries having all these tags (≤ {MAX_TAGS}).", max_length=MAX_TAGS),
+    Field(description=f"Only entries having all these tags, any case (≤ {MAX_TAGS}).", max_length=MAX_TAGS),
 ]
 TagsAny = Annotated[
     list[str] | None,
-    Field(description=f"Only entries having at least one of these tags (≤ {MAX_TAGS}).", max_length=MAX_TAGS),
+    Field(
+        description=f"Only entries having at least one of these tags, any case (≤ {MAX_TAGS}).",
+        max_length=MAX_TAGS,
+    ),
 ]
 After = Annotated[
     datetime | None, Field(description="At or after this time (ISO 8601, inclusive; no offset means UTC).")
@@ -193,13 +207,35 @@ TopKPerSection = Annotated[
 MinScore = Annotated[
     float | None,
     Field(
-        description="Minimum cosine similarity for the vector branch (-1..1). Model-specific: the "
-        "default model's related texts score 0.74-0.94, so leave it unset unless you know the model.",
+        description="Minimum cosine similarity (-1..1) for every hit, also those found by words only "
+        "(lexical-only hits are checked against their own vector; when the search is degraded to words, "
+        "it cannot apply). Model-specific: the default model's related texts score 0.74-0.94, so prefer "
+        "min_relevance unless you know the model.",
         ge=-1.0,
         le=1.0,
         # NaN passes ge/le (every comparison with it is false) and would empty the branch.
         allow_inf_nan=False,
     ),
+]
+_RELEVANCE_DOC = (
+    "Leave out hits less relevant than this (0..1): relevance is judged relative to the best hit of "
+    "each branch in the same search (vector: cosine above the candidates' median as a share of the "
+    "best's; words: BM25 as a share of the best's), so it works with any model; the best hit is 1."
+)
+MinRelevance = Annotated[
+    float | None,
+    Field(description=_RELEVANCE_DOC + " Unset: no floor.", ge=0.0, le=1.0, allow_inf_nan=False),
+]
+ContextMinRelevance = Annotated[
+    float,
+    Field(
+        description=_RELEVANCE_DOC + f" Default {DEFAULT_CONTEXT_MIN_RELEVANCE}; 0 cites whatever ranks.",
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        json_schema_extra=OR_NULL,
+    ),
+    NULL_IS_DEFAULT,
 ]
 Explain = Annotated[
     bool, Field(description="Include each hit's score breakdown.", json_schema_extra=OR_NULL), NULL_IS_DEFAULT

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from mcp.server.mcpserver import MCPServer
 
 from pgrecall.domain.entries import EntryFilters
+from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
 from pgrecall.mcp import params as p
 from pgrecall.mcp.errors import run_blocking
 from pgrecall.mcp.observability import observe
@@ -39,6 +40,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         language: p.LanguageFilter = None,
         kind: p.KindFilter = None,
         source: p.SourceFilter = None,
+        source_prefix: p.SourcePrefix = None,
         tags_all: p.TagsAll = None,
         tags_any: p.TagsAny = None,
         created_after: p.After = None,
@@ -46,6 +48,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         updated_after: p.After = None,
         updated_before: p.Before = None,
         min_score: p.MinScore = None,
+        min_relevance: p.MinRelevance = None,
         explain: p.Explain = False,
         pinned_hashes: p.Pins = None,
         diversify: p.Diversify = False,
@@ -74,6 +77,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                         language=language,
                         kind=kind,
                         source=source,
+                        source_prefix=source_prefix,
                         tags_all=tags_all,
                         tags_any=tags_any,
                         created_after=created_after,
@@ -82,6 +86,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                         updated_before=updated_before,
                     ),
                     min_similarity=min_score,
+                    min_relevance=min_relevance,
                 ),
             )
             result = await run_blocking(runtime.app.retrieval.retrieve, current_owner(), request)
@@ -102,6 +107,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 used=result.used,
                 selection_ignored=result.selection_ignored,
                 hits=[hit_out(i, r, explain) for i, r in enumerate(result.items, start=1)],
+                below_relevance=result.below_relevance,
                 missing_pins=result.missing_pins,
                 timings=timings,
             )
@@ -116,16 +122,19 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         language: p.LanguageFilter = None,
         kind: p.KindFilter = None,
         source: p.SourceFilter = None,
+        source_prefix: p.SourcePrefix = None,
         tags_all: p.TagsAll = None,
         tags_any: p.TagsAny = None,
         pinned_hashes: p.Pins = None,
         sections: p.Sections = None,
         diversify: p.Diversify = False,
+        min_relevance: p.ContextMinRelevance = DEFAULT_CONTEXT_MIN_RELEVANCE,
     ) -> ContextOut:
         """Assemble the best entries as cited text blocks ([S1], [S2], …) within a token budget.
 
         Use it right before answering from memory: quote or paraphrase the blocks and cite their
         labels. Whole entries only, highest ranked first; what did not fit is listed in `dropped`.
+        Entries less relevant than min_relevance are not cited even when the budget has room.
         Keep the citations (id + content_hash): verify_citations tells later if they still hold.
         """
         from pgrecall.services.context import build_context
@@ -142,8 +151,14 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 options=SearchOptions(
                     mode=mode,
                     filters=EntryFilters(
-                        language=language, kind=kind, source=source, tags_all=tags_all, tags_any=tags_any
+                        language=language,
+                        kind=kind,
+                        source=source,
+                        source_prefix=source_prefix,
+                        tags_all=tags_all,
+                        tags_any=tags_any,
                     ),
+                    min_relevance=min_relevance,
                 ),
             )
             built = await run_blocking(
@@ -170,6 +185,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 total_tokens=built.total_tokens,
                 dropped=[DroppedOut(**d.__dict__) for d in built.dropped],
                 missing_pins=built.missing_pins,
+                below_relevance=built.below_relevance,
                 degraded=built.degraded,
             )
 

@@ -196,7 +196,9 @@ class ScoreBreakdown(BaseModel):
     """Why a hit ranks where it does: each branch's rank and score, and its share of the fused score."""
 
     vector_rank: int | None = Field(description="Rank in the vector branch (1 = nearest); null if not in it.")
-    cosine_similarity: float | None = Field(description="Cosine similarity of query and entry vectors.")
+    cosine_similarity: float | None = Field(
+        description="Cosine similarity of query and entry vectors (also for hits found by words only)."
+    )
     vector_rrf: float = Field(description="Vector branch share of the fused score: 1 / (k + vector_rank).")
     lexical_rank: int | None = Field(
         description="Rank in the lexical branch (1 = best BM25); null if not in it."
@@ -206,6 +208,20 @@ class ScoreBreakdown(BaseModel):
     fused: float = Field(description="vector_rrf + lexical_rrf (Reciprocal Rank Fusion), the ranking score.")
     regconfig: str | None = Field(description="Text-search config whose stemmed query matched the entry.")
     matched_terms: list[str] = Field(description="Stemmed query terms (lexemes) found in the entry.")
+    vector_relevance: float | None = Field(
+        description="(cosine − median cosine of the vector candidates) / (best − median), 0..1."
+    )
+    lexical_relevance: float | None = Field(
+        description="BM25 score / the best BM25 score of the search, 0..1."
+    )
+    absolute_relevance: float | None = Field(
+        description="The cosine on the model's own scale: 0 = as similar as a typical unrelated text, "
+        "1 = as a typical answer; null without a cosine."
+    )
+    relevance: float = Field(
+        description="The higher of vector_relevance and lexical_relevance, at most absolute_relevance: "
+        "what min_relevance compares."
+    )
 
     @classmethod
     def of(cls, data: ScoreBreakdownData) -> ScoreBreakdown:
@@ -244,6 +260,7 @@ class SearchOut(BaseModel):
     used: str = Field(description="What was searched: query, selection or query+selection.")
     selection_ignored: str | None = Field(description="Why selected_text was not used, if it was given.")
     hits: list[Hit] = Field(description="Results, best first; never more than top_k.")
+    below_relevance: int = Field(description="Hits left out by min_relevance.")
     missing_pins: list[str] = Field(description="Pinned hashes that match no live entry (not an error).")
     timings: dict[str, float] = Field(
         description="Milliseconds: sql_ms (database), search_ms (embedding the query plus database), "
@@ -292,6 +309,9 @@ class ContextOut(BaseModel):
     )
     dropped: list[DroppedOut] = Field(description="Ranked entries that did not fit (never cut mid-text).")
     missing_pins: list[str] = Field(description="Pinned hashes matching no live entry.")
+    below_relevance: int = Field(
+        description="Ranked entries left out as not relevant enough (min_relevance)."
+    )
     degraded: bool = Field(description="True when only the lexical branch could run.")
 
 

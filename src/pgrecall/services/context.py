@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from pgrecall.domain.entries import Status
 from pgrecall.domain.ranking import Candidate, estimate_tokens, pack
+from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
 from pgrecall.domain.text import snippet
 from pgrecall.domain.validation import MAX_QUERY_CHARS, check_budget, check_sections
 from pgrecall.services.retrieval import Ranked, RetrievalRequest, RetrievalService
@@ -52,6 +53,7 @@ class BuiltContext:
     missing_pins: list[str]
     degraded: bool
     status: Status
+    below_relevance: int = 0
 
 
 def render_block(label: str, ranked: Ranked) -> str:
@@ -89,6 +91,11 @@ def build_context(
     """
     check_budget(token_budget)
     names = check_sections(sections)
+    if request.options.min_relevance is None:
+        # Cite only what is relevant enough by default: a budget with room is no reason to cite more.
+        request = replace(
+            request, options=replace(request.options, min_relevance=DEFAULT_CONTEXT_MIN_RELEVANCE)
+        )
     query = request.query
     groups: list[tuple[str | None, str | None]] = (
         [(None, query)] if names is None else [(name, _section_query(name, query)) for name in names]
@@ -100,6 +107,7 @@ def build_context(
     by_section: dict[str, list[str]] = {}
     missing: list[str] = []
     degraded, statuses = False, list[Status]()
+    below = 0
     used_ids: set[str] = set()
     for index, (section, text) in enumerate(groups):
         result = retrieval.retrieve(
@@ -109,6 +117,7 @@ def build_context(
         if index == 0:
             missing = result.missing_pins
         degraded = degraded or result.degraded
+        below += result.below_relevance
         statuses.append(result.status)
         fresh = [r for r in result.items if str(r.entry.id) not in used_ids]
         header = f"## {section}" if section is not None else None
@@ -186,4 +195,5 @@ def build_context(
         missing_pins=missing,
         degraded=degraded,
         status=status,
+        below_relevance=below,
     )

@@ -67,6 +67,7 @@ class Retrieved:
     used: str  # "query", "selection", "query+selection"
     selection_ignored: str | None
     timings: dict[str, float] = field(default_factory=dict)
+    below_relevance: int = 0  # hits the relevance floor left out (summed over the searches)
 
 
 def selection_text(selected_text: str | None) -> tuple[str | None, str | None]:
@@ -170,6 +171,7 @@ class RetrievalService:
             degraded_reason=next((r.degraded_reason for r in results if r.degraded_reason), None),
             used=used,
             selection_ignored=ignored,
+            below_relevance=sum(r.below_relevance for r in results),
             timings={
                 "embed_ms": round(sum(r.timings.embed_ms or 0.0 for r in results), 3),
                 "sql_ms": round(sum(r.timings.sql_ms for r in results), 3),

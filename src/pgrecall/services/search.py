@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -15,10 +15,12 @@ from psycopg_pool import ConnectionPool
 from pgrecall.config import Settings
 from pgrecall.domain.entries import EntryFilters, Status
 from pgrecall.domain.language import LanguageCatalog
+from pgrecall.domain.relevance import BranchScale, relevance
 from pgrecall.domain.text import make_snippet
 from pgrecall.domain.validation import (
     Mode,
     check_filters,
+    check_min_relevance,
     check_min_similarity,
     check_mode,
     check_query,
@@ -26,6 +28,7 @@ from pgrecall.domain.validation import (
 )
 from pgrecall.embeddings.base import Embedder, EmbeddingError, unavailable_reason
 from pgrecall.embeddings.cache import CachedQueryEmbedder
+from pgrecall.embeddings.calibration import ModelScale, ScaleCache
 from pgrecall.errors import InvalidInputError
 from pgrecall.store.search import SearchParams, SearchRow, SearchStore, Tuning
 
@@ -42,6 +45,8 @@ class SearchOptions:
     mode: str = "hybrid"
     filters: EntryFilters = field(default_factory=EntryFilters)
     min_similarity: float | None = None
+    # Hits whose relevance (domain/relevance.py) is below this are left out; None keeps all.
+    min_relevance: float | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,11 @@ class ScoreBreakdown:
     fused: float
     regconfig: str | None
     matched_terms: list[str]
+    # Relative to the best hit of each branch in this search (domain/relevance.py).
+    vector_relevance: float | None = None
+    lexical_relevance: float | None = None
+    absolute_relevance: float | None = None
+    relevance: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,8 @@ class SearchResult:
     vector_candidates: int
     embedding_model: str | None
     timings: SearchTimings
+    # Hits the relevance floor (min_relevance) left out of this result.
+    below_relevance: int = 0
 
 
 class SearchService:
@@ -121,6 +133,7 @@ class SearchService:
         self.catalog = catalog
         self.embedder = embedder
         self.tuning = tuning or Tuning()
+        self.scales = ScaleCache(settings.home / "cache" / "calibration")
 
     def check(self, options: SearchOptions) -> SearchOptions:
         """Options with mode, filters and cosine floor validated (language resolved to its regconfig)."""
@@ -130,6 +143,7 @@ class SearchService:
             mode=check_mode(options.mode),
             filters=check_filters(options.filters, self.catalog),
             min_similarity=check_min_similarity(options.min_similarity),
+            min_relevance=check_min_relevance(options.min_relevance),
         )
 
     def search(
@@ -181,7 +195,14 @@ class SearchService:
         sql_started = time.perf_counter()
         found = self.store.search(params)
         sql_ms = (time.perf_counter() - sql_started) * 1000
-        hits = [self._hit(i, row) for i, row in enumerate(found.rows, start=1)]
+        scale = BranchScale(found.vector_candidates, found.best_cos, found.mid_cos, found.best_lex)
+        # The model's scale is for a question against passages: not for a passage's own vector
+        # (the near-duplicate lookup), whose cosines to other passages run higher.
+        model_scale = self._model_scale() if vector is not None and query_vector is None else None
+        ranked = [self._hit(row, scale, model_scale) for row in found.rows]
+        floor = opts.min_relevance
+        kept = [hit for hit in ranked if floor is None or hit.breakdown.relevance >= floor]
+        hits = [replace(hit, rank=i) for i, hit in enumerate(kept, start=1)]
         status: Status = "empty_store" if found.live_entries == 0 else ("ok" if hits else "no_matches")
         branches: list[Branch] = []
         if vector is not None:
@@ -199,6 +220,7 @@ class SearchService:
             lexical_candidates=found.lexical_candidates,
             vector_candidates=found.vector_candidates,
             embedding_model=params.model,
+            below_relevance=len(ranked) - len(kept),
             timings=SearchTimings(
                 embed_ms=round(embed_ms, 3) if embed_ms is not None else None,
                 sql_ms=round(sql_ms, 3),
@@ -235,10 +257,15 @@ class SearchService:
             return self.embedder.embed_owner_queries(owner, [query])[0]
         return self.embedder.embed_queries([query])[0]
 
+    def _model_scale(self) -> ModelScale | None:
+        return self.scales.get(self.embedder) if self.embedder is not None else None
+
     @staticmethod
-    def _hit(rank: int, row: SearchRow) -> SearchHit:
+    def _hit(row: SearchRow, scale: BranchScale, model_scale: ModelScale | None) -> SearchHit:
+        absolute = model_scale.absolute(row.cos_sim) if model_scale and row.cos_sim is not None else None
+        judged = relevance(row.cos_sim, row.lex_score, scale, absolute)
         return SearchHit(
-            rank=rank,
+            rank=0,
             id=str(row.id),
             title=row.title,
             snippet=make_snippet(row.body, row.matched),
@@ -260,5 +287,13 @@ class SearchService:
                 fused=row.fused,
                 regconfig=row.lex_cfg,
                 matched_terms=row.matched,
+                vector_relevance=_rounded(judged.vector),
+                lexical_relevance=_rounded(judged.lexical),
+                absolute_relevance=_rounded(judged.absolute),
+                relevance=round(judged.overall, 4),
             ),
         )
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 4) if value is not None else None

@@ -15,14 +15,23 @@ from pgrecall.store.scope import owner_transaction
 Change = Literal["added", "updated", "deleted"]
 
 # Live entries only: a tag that survives only on deleted entries is not one to reuse.
-# A prefix matches case-insensitively (starts_with: no LIKE pattern to escape).
+# Tags are counted folded, as the filters match them ("Postgres" and "postgres" are one tag,
+# an entry counted once), shown in their most used spelling (the first in code-point order on a
+# tie); a prefix matches the same way (starts_with: no LIKE pattern to escape).
 SQL_TAG_COUNTS = """
-SELECT tag, count(*) AS n
-FROM entries, unnest(tags) AS tag
-WHERE owner = %(owner)s AND deleted_at IS NULL
-  AND (%(prefix)s::text IS NULL OR starts_with(lower(tag), lower(%(prefix)s::text)))
-GROUP BY tag
-ORDER BY n DESC, tag
+WITH tagged AS (
+    SELECT id, tag, lower(tag) AS folded
+    FROM entries, unnest(tags) AS tag
+    WHERE owner = %(owner)s AND deleted_at IS NULL
+      AND (%(prefix)s::text IS NULL OR starts_with(lower(tag), lower(%(prefix)s::text)))
+), counted AS (
+    SELECT folded, count(DISTINCT id) AS n FROM tagged GROUP BY folded
+)
+SELECT (SELECT s.tag FROM tagged s WHERE s.folded = c.folded
+        GROUP BY s.tag ORDER BY count(*) DESC, s.tag LIMIT 1) AS tag,
+       c.n
+FROM counted c
+ORDER BY c.n DESC, c.folded
 LIMIT %(limit)s
 """
 

@@ -242,6 +242,7 @@ class EntryStore:
             "include_deleted": filters.include_deleted,
             "kind": filters.kind,
             "source": filters.source,
+            "source_prefix": filters.source_prefix,
             "language": filters.language,
             "tags_all": list(filters.tags_all) if filters.tags_all else None,
             "tags_any": list(filters.tags_any) if filters.tags_any else None,

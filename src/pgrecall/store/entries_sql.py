@@ -68,18 +68,19 @@ WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NOT NULL
 RETURNING {COLUMNS}
 """
 
-# Tag filters use migration 0006's text[]-only LEAKPROOF operators (see search_sql.FILTER_SQL).
+# Filters as in search_sql.FILTER_SQL: folded case (migration 0008), tag operators of migration 0006.
 # Keyset pagination, newest first: (created_at, id) is unique and never changes,
 # so rows inserted while a caller pages can neither shift nor repeat earlier pages.
 SQL_LIST = f"""
 SELECT {COLUMNS} FROM entries
 WHERE owner = %(owner)s
   AND (%(include_deleted)s OR deleted_at IS NULL)
-  AND (%(kind)s::text IS NULL OR kind = %(kind)s)
-  AND (%(source)s::text IS NULL OR source = %(source)s)
+  AND (%(kind)s::text IS NULL OR lower(kind) = lower(%(kind)s))
+  AND (%(source)s::text IS NULL OR lower(source) = lower(%(source)s))
+  AND (%(source_prefix)s::text IS NULL OR starts_with(lower(source), lower(%(source_prefix)s)))
   AND (%(language)s::regconfig IS NULL OR language = %(language)s::regconfig)
-  AND (%(tags_all)s::text[] IS NULL OR tags |@> %(tags_all)s::text[])
-  AND (%(tags_any)s::text[] IS NULL OR tags |&& %(tags_any)s::text[])
+  AND (%(tags_all)s::text[] IS NULL OR tags_folded |@> pgrecall_fold_tags(%(tags_all)s::text[]))
+  AND (%(tags_any)s::text[] IS NULL OR tags_folded |&& pgrecall_fold_tags(%(tags_any)s::text[]))
   AND (%(created_after)s::timestamptz IS NULL OR created_at >= %(created_after)s)
   AND (%(created_before)s::timestamptz IS NULL OR created_at < %(created_before)s)
   AND (%(updated_after)s::timestamptz IS NULL OR updated_at >= %(updated_after)s)

@@ -109,6 +109,11 @@ class SearchRows:
     query_terms: int
     lexical_candidates: int
     vector_candidates: int
+    # Each branch's scale: the best cosine and the median one of the vector candidates,
+    # the best BM25 score of the lexical ones (None when the branch found nothing).
+    best_cos: float | None = None
+    mid_cos: float | None = None
+    best_lex: float | None = None
 
 
 def build_statement(params: SearchParams) -> sql.Composed:
@@ -157,6 +162,7 @@ def bind(params: SearchParams) -> dict[str, Any]:
         "body_chars": t.body_chars,
         "f_kind": f.kind,
         "f_source": f.source,
+        "f_source_prefix": f.source_prefix,
         "f_tags_all": list(f.tags_all) if f.tags_all else None,
         "f_tags_any": list(f.tags_any) if f.tags_any else None,
         "f_created_after": f.created_after,
@@ -233,4 +239,11 @@ def to_rows(rows: list[dict[str, Any]]) -> SearchRows:
         query_terms=int(first.get("query_terms") or 0),
         lexical_candidates=int(first.get("lexical_candidates") or 0),
         vector_candidates=int(first.get("vector_candidates") or 0),
+        best_cos=_float_or_none(first.get("best_cos")),
+        mid_cos=_float_or_none(first.get("mid_cos")),
+        best_lex=_float_or_none(first.get("best_lex")),
     )
+
+
+def _float_or_none(value: Any) -> float | None:
+    return float(value) if value is not None else None

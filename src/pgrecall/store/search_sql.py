@@ -227,6 +227,16 @@ fused AS (
 top AS (
     SELECT f.*, f.vec_rrf + f.lex_rrf AS fused
     FROM fused f
+    -- min_sim holds for every hit, not only the vector branch's: a hit found by the
+    -- lexical branch alone is kept only if its own cosine reaches it too (one vector
+    -- read per such row, and only when a floor is set and the query was embedded).
+    WHERE %(min_sim)s <= -2.0 OR f.vec_rank IS NOT NULL OR %(qvec)s::text IS NULL
+       OR EXISTS (
+           SELECT 1 FROM entries x
+           WHERE x.owner = %(owner)s AND x.id = f.id
+             AND x.embedding_dim = {dim} AND x.embedding_model = %(model)s
+             AND 1.0 - (x.embedding::vector({dim}) <=> %(qvec)s::vector({dim})) >= %(min_sim)s
+       )
     ORDER BY f.vec_rrf + f.lex_rrf DESC, f.id
     LIMIT %(top_k)s
 )
@@ -234,7 +244,17 @@ SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
        (SELECT count(*) FROM terms) AS query_terms,
        (SELECT count(*) FROM cand) AS lexical_candidates,
        (SELECT count(*) FROM vec) AS vector_candidates,
-       top.id, top.fused, top.vec_rank, top.cos_sim, top.vec_rrf, top.lex_rank, top.lex_score,
+       -- Each branch's own scale, for relevance relative to it (domain/relevance.py).
+       (SELECT max(cos_sim) FROM vec) AS best_cos,
+       (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY cos_sim) FROM vec) AS mid_cos,
+       (SELECT max(score) FROM lex) AS best_lex,
+       -- A hit found by words alone gets its cosine too (one vector read per such row of the
+       -- top_k): relevance judges every hit's meaning on the model's scale.
+       top.id, top.fused, top.vec_rank,
+       CASE WHEN top.cos_sim IS NOT NULL THEN top.cos_sim
+            WHEN e.embedding_dim = {dim} AND e.embedding_model = %(model)s
+            THEN 1.0 - (e.embedding::vector({dim}) <=> %(qvec)s::vector({dim})) END AS cos_sim,
+       top.vec_rrf, top.lex_rank, top.lex_score,
        top.lex_rrf, top.lex_cfg::text AS lex_cfg,
        ARRAY(SELECT u.lexeme FROM langterms t, unnest(t.lexemes, t.tqs) AS u(lexeme, tq)
              WHERE t.cfg = top.lex_cfg AND e.tsv @@ u.tq ORDER BY u.lexeme) AS matched,
@@ -251,13 +271,15 @@ ORDER BY top.fused DESC, top.id
 # Optional filters, fixed fragments over alias e; only those asked for are joined in
 # (fewer `x IS NULL OR …` guards: better plans, also generic ones). `|@>` and `|&&` are
 # @> and && for text[] only, LEAKPROOF, so the tag GIN index serves them under row-level
-# security (migration 0006).
+# security (migration 0006). Tags, kind and source match folded to lower case (migration 0008:
+# tags_folded is the stored lower-case copy of tags); starts_with needs no LIKE escaping.
 FILTER_SQL: dict[str, str] = {
-    "kind": "e.kind = %(f_kind)s",
-    "source": "e.source = %(f_source)s",
+    "kind": "lower(e.kind) = lower(%(f_kind)s)",
+    "source": "lower(e.source) = lower(%(f_source)s)",
+    "source_prefix": "starts_with(lower(e.source), lower(%(f_source_prefix)s))",
     "language": "e.language = %(language)s::regconfig",
-    "tags_all": "e.tags |@> %(f_tags_all)s::text[]",
-    "tags_any": "e.tags |&& %(f_tags_any)s::text[]",
+    "tags_all": "e.tags_folded |@> pgrecall_fold_tags(%(f_tags_all)s::text[])",
+    "tags_any": "e.tags_folded |&& pgrecall_fold_tags(%(f_tags_any)s::text[])",
     "created_after": "e.created_at >= %(f_created_after)s",
     "created_before": "e.created_at < %(f_created_before)s",
     "updated_after": "e.updated_at >= %(f_updated_after)s",
