@@ -355,6 +355,12 @@ RELEVANCE: Param = (
     st.floats(min_value=0, max_value=1),
     st.one_of(st.floats().filter(lambda f: not 0 <= f <= 1), st.sampled_from(["0.5", [], {}])),
 )
+HALF_LIFE: Param = (
+    st.floats(min_value=0.01, max_value=36500),
+    st.one_of(
+        st.floats().filter(lambda f: not 0 < f <= 36500), st.sampled_from(["7", "week", [], {}, 0, -3])
+    ),
+)
 MODE: Param = (
     st.sampled_from(["hybrid", "vector", "lexical"]),
     st.one_of(st.sampled_from(["fuzzy", "", "HYBRID"]), WRONG),
@@ -516,6 +522,7 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
                     ),
                 ),
                 "min_relevance": RELEVANCE,
+                "recency_half_life_days": HALF_LIFE,
                 "explain": FLAG,
                 "pinned_hashes": PINS,
                 "diversify": FLAG,
@@ -535,6 +542,7 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
                 "sections": SECTIONS,
                 "diversify": FLAG,
                 "min_relevance": RELEVANCE,
+                "recency_half_life_days": HALF_LIFE,
             },
             ("query",),
         ),

@@ -97,7 +97,9 @@ async def test_entries_keep_what_was_written(client: Client) -> None:
         ("build_context", 42, "source_prefix"),
     ],
 )
-async def test_bad_source_prefix_is_one_line_naming_it(client: Client, tool: str, value: object, rule: str) -> None:
+async def test_bad_source_prefix_is_one_line_naming_it(
+    client: Client, tool: str, value: object, rule: str
+) -> None:
     args: dict[str, Any] = {"source_prefix": value}
     if tool != "list_entries":
         args["query"] = "PostgreSQL"

@@ -293,6 +293,24 @@ def check_min_relevance(value: float | None) -> float | None:
     return float(value)
 
 
+MAX_HALF_LIFE_DAYS = 36500.0
+
+
+def check_half_life(value: float | None) -> float | None:
+    """A recency half-life in days: above 0, at most MAX_HALF_LIFE_DAYS; None for no recency."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0.0 < value <= MAX_HALF_LIFE_DAYS  # also false for NaN
+    ):
+        raise InvalidInputError(
+            "recency_half_life_days", f"must be a number of days above 0 and at most 36500, got {value!r}"
+        )
+    return float(value)
+
+
 def check_filters(filters: EntryFilters, catalog: LanguageCatalog) -> EntryFilters:
     """List and search filters checked once: tokens, tags, date ranges, language → its regconfig."""
     bounds = {

@@ -145,4 +145,3 @@ class ScaleCache:
             tmp.replace(path)
         except OSError:
             log.warning("could not keep the model's cosine scale in %s", path.parent, exc_info=True)
-

@@ -218,13 +218,28 @@ MinScore = Annotated[
     ),
 ]
 _RELEVANCE_DOC = (
-    "Leave out hits less relevant than this (0..1): relevance is judged relative to the best hit of "
-    "each branch in the same search (vector: cosine above the candidates' median as a share of the "
-    "best's; words: BM25 as a share of the best's), so it works with any model; the best hit is 1."
+    "Leave out hits less relevant than this (0..1). A hit's relevance is judged against the best hit "
+    "of each branch in the same search (vector: cosine above the candidates' median as a share of the "
+    "best's; words: BM25 as a share of the best's), at most its cosine on the model's own scale "
+    "(0 = as similar as a typical unrelated text, 1 = as a typical answer, measured once per model), "
+    "so it works with any model and a question nothing answers gets low relevance everywhere."
 )
 MinRelevance = Annotated[
     float | None,
     Field(description=_RELEVANCE_DOC + " Unset: no floor.", ge=0.0, le=1.0, allow_inf_nan=False),
+]
+RecencyHalfLife = Annotated[
+    float | None,
+    Field(
+        description="Favour recently updated entries: each candidate gains 0.5^(age / half-life) / 61 "
+        "on top of its fused score (a just-updated entry as much as a first place in one branch, one "
+        "a half-life old half of that). Days, > 0 and ≤ 36500. Unset (default): no recency, rankings "
+        "by relevance only. Reorders what the branches found; a strongly relevant old entry can "
+        "still beat a weakly relevant new one.",
+        gt=0.0,
+        le=36500.0,
+        allow_inf_nan=False,
+    ),
 ]
 ContextMinRelevance = Annotated[
     float,

@@ -49,6 +49,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         updated_before: p.Before = None,
         min_score: p.MinScore = None,
         min_relevance: p.MinRelevance = None,
+        recency_half_life_days: p.RecencyHalfLife = None,
         explain: p.Explain = False,
         pinned_hashes: p.Pins = None,
         diversify: p.Diversify = False,
@@ -87,6 +88,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                     ),
                     min_similarity=min_score,
                     min_relevance=min_relevance,
+                    recency_half_life_days=recency_half_life_days,
                 ),
             )
             result = await run_blocking(runtime.app.retrieval.retrieve, current_owner(), request)
@@ -129,6 +131,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         sections: p.Sections = None,
         diversify: p.Diversify = False,
         min_relevance: p.ContextMinRelevance = DEFAULT_CONTEXT_MIN_RELEVANCE,
+        recency_half_life_days: p.RecencyHalfLife = None,
     ) -> ContextOut:
         """Assemble the best entries as cited text blocks ([S1], [S2], …) within a token budget.
 
@@ -159,6 +162,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                         tags_any=tags_any,
                     ),
                     min_relevance=min_relevance,
+                    recency_half_life_days=recency_half_life_days,
                 ),
             )
             built = await run_blocking(

@@ -205,7 +205,12 @@ class ScoreBreakdown(BaseModel):
     )
     lexical_score: float | None = Field(description="BM25 score of the entry for the query's terms.")
     lexical_rrf: float = Field(description="Lexical branch share of the fused score: 1 / (k + lexical_rank).")
-    fused: float = Field(description="vector_rrf + lexical_rrf (Reciprocal Rank Fusion), the ranking score.")
+    fused: float = Field(
+        description="vector_rrf + lexical_rrf (Reciprocal Rank Fusion) + recency: the ranking score."
+    )
+    recency: float = Field(
+        description="Recency term: 0.5^(age in days / recency_half_life_days) / 61; 0 when recency is off."
+    )
     regconfig: str | None = Field(description="Text-search config whose stemmed query matched the entry.")
     matched_terms: list[str] = Field(description="Stemmed query terms (lexemes) found in the entry.")
     vector_relevance: float | None = Field(

@@ -20,6 +20,7 @@ from pgrecall.domain.text import make_snippet
 from pgrecall.domain.validation import (
     Mode,
     check_filters,
+    check_half_life,
     check_min_relevance,
     check_min_similarity,
     check_mode,
@@ -47,6 +48,8 @@ class SearchOptions:
     min_similarity: float | None = None
     # Hits whose relevance (domain/relevance.py) is below this are left out; None keeps all.
     min_relevance: float | None = None
+    # Opt-in recency: the half-life in days of the recency term (store/search_sql.py); None: off.
+    recency_half_life_days: float | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class ScoreBreakdown:
     lexical_relevance: float | None = None
     absolute_relevance: float | None = None
     relevance: float = 0.0
+    # The recency term added to the fused score (0 unless recency_half_life_days is set).
+    recency: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,7 @@ class SearchService:
             filters=check_filters(options.filters, self.catalog),
             min_similarity=check_min_similarity(options.min_similarity),
             min_relevance=check_min_relevance(options.min_relevance),
+            recency_half_life_days=check_half_life(options.recency_half_life_days),
         )
 
     def search(
@@ -190,6 +196,7 @@ class SearchService:
             use_lexical=use_lexical,
             filters=opts.filters,
             min_similarity=opts.min_similarity,
+            recency_half_life_days=opts.recency_half_life_days,
             tuning=self.tuning,
         )
         sql_started = time.perf_counter()
@@ -290,6 +297,7 @@ class SearchService:
                 vector_relevance=_rounded(judged.vector),
                 lexical_relevance=_rounded(judged.lexical),
                 absolute_relevance=_rounded(judged.absolute),
+                recency=row.recency_rrf,
                 relevance=round(judged.overall, 4),
             ),
         )

@@ -72,6 +72,7 @@ class SearchParams:
     use_lexical: bool = True
     filters: EntryFilters = field(default_factory=EntryFilters)
     min_similarity: float | None = None
+    recency_half_life_days: float | None = None
     tuning: Tuning = field(default_factory=Tuning)
 
 
@@ -89,6 +90,7 @@ class SearchRow:
     lex_rrf: float
     lex_cfg: str | None
     matched: list[str]
+    recency_rrf: float
     title: str | None
     body: str
     tags: list[str]
@@ -157,6 +159,7 @@ def bind(params: SearchParams) -> dict[str, Any]:
         "model": params.model,
         "n_vec": t.n_vec,
         "min_sim": params.min_similarity if params.min_similarity is not None else -2.0,
+        "half_life": params.recency_half_life_days,
         "k": float(t.rrf_k),
         "top_k": params.top_k,
         "body_chars": t.body_chars,
@@ -220,6 +223,7 @@ def to_rows(rows: list[dict[str, Any]]) -> SearchRows:
             lex_rrf=float(r["lex_rrf"]),
             lex_cfg=r["lex_cfg"],
             matched=list(r["matched"] or []),
+            recency_rrf=float(r["recency_rrf"]),
             title=r["title"],
             body=r["body"],
             tags=list(r["tags"]),

@@ -224,9 +224,24 @@ fused AS (
            coalesce(1.0 / (%(k)s + l.rank), 0.0) AS lex_rrf
     FROM vec v FULL JOIN lex l ON v.id = l.id
 ),
-top AS (
-    SELECT f.*, f.vec_rrf + f.lex_rrf AS fused
+recent AS (
+    -- Opt-in recency (half_life set): 0.5^(age / half-life) / (k + 1) added to the fused
+    -- score, so a just-updated entry gains what a first place in one branch gives and one a
+    -- half-life old half of that. Added, not multiplied: RRF scores are close together
+    -- (rank 1 and rank 20 differ by 1.3x), so any multiplicative decay over weeks would bury a
+    -- strongly relevant old entry. It only reorders the branches' candidates.
+    SELECT f.*,
+           CASE WHEN %(half_life)s::float8 IS NULL THEN 0.0
+                -- At most 1000 half-lives: 0.5^1000 is 1e-301, further would underflow float8.
+                ELSE (SELECT power(0.5, least(1000.0, greatest(0.0, extract(epoch FROM
+                                   statement_timestamp() - r.updated_at) / 86400.0) / %(half_life)s::float8))
+                      FROM entries r WHERE r.owner = %(owner)s AND r.id = f.id) / (%(k)s + 1.0)
+           END AS recency_rrf
     FROM fused f
+),
+top AS (
+    SELECT f.*, f.vec_rrf + f.lex_rrf + f.recency_rrf AS fused
+    FROM recent f
     -- min_sim holds for every hit, not only the vector branch's: a hit found by the
     -- lexical branch alone is kept only if its own cosine reaches it too (one vector
     -- read per such row, and only when a floor is set and the query was embedded).
@@ -237,7 +252,7 @@ top AS (
              AND x.embedding_dim = {dim} AND x.embedding_model = %(model)s
              AND 1.0 - (x.embedding::vector({dim}) <=> %(qvec)s::vector({dim})) >= %(min_sim)s
        )
-    ORDER BY f.vec_rrf + f.lex_rrf DESC, f.id
+    ORDER BY f.vec_rrf + f.lex_rrf + f.recency_rrf DESC, f.id
     LIMIT %(top_k)s
 )
 SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
@@ -254,7 +269,7 @@ SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
        CASE WHEN top.cos_sim IS NOT NULL THEN top.cos_sim
             WHEN e.embedding_dim = {dim} AND e.embedding_model = %(model)s
             THEN 1.0 - (e.embedding::vector({dim}) <=> %(qvec)s::vector({dim})) END AS cos_sim,
-       top.vec_rrf, top.lex_rank, top.lex_score,
+       top.vec_rrf, top.lex_rank, top.lex_score, top.recency_rrf,
        top.lex_rrf, top.lex_cfg::text AS lex_cfg,
        ARRAY(SELECT u.lexeme FROM langterms t, unnest(t.lexemes, t.tqs) AS u(lexeme, tq)
              WHERE t.cfg = top.lex_cfg AND e.tsv @@ u.tq ORDER BY u.lexeme) AS matched,
