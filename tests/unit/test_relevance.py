@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
 
 from pgrecall.domain.relevance import BranchScale, relevance
 from pgrecall.embeddings.calibration import PAIRS, ModelScale, ScaleCache
