@@ -20,8 +20,8 @@ async def _load(client: Client) -> dict[str, str]:
                   "source": "docs/adr/0002-hnsw.md", "tags": ["postgres", "index"]}),
         ("wiki", {"text": "The PostgreSQL backup runs nightly at two.", "kind": "note",
                   "source": "https://Wiki.example.org/ops/backups", "tags": ["POSTGRES", "ops"]}),
-        ("odd", {"text": "Percent and underscore are plain characters in a PostgreSQL prefix.", "kind": "note",
-                 "source": "docs/a_b%/readme", "tags": ["Straße", "ÄÖÜ"]}),
+        ("odd", {"text": "Percent and underscore are plain characters in a PostgreSQL prefix.",
+                 "kind": "note", "source": "docs/a_b%/readme", "tags": ["Straße", "ÄÖÜ"]}),
         ("other", {"text": "Buy oat milk and coffee beans on Saturday.", "kind": "todo",
                    "source": "docsadr/shopping", "tags": ["home"]}),
     ]  # fmt: skip
