@@ -349,7 +349,15 @@ FILTERS: dict[str, Param] = {
     "source_prefix": (SOURCE_OK, SOURCE_BAD),
     "tags_all": (TAGS_OK, TAGS_BAD),
     "tags_any": (TAGS_OK, TAGS_BAD),
+    "include_superseded": (st.booleans(), st.one_of(st.sampled_from(["yes", 2, [], {}]), st.floats())),
+    "include_expired": (st.booleans(), st.one_of(st.sampled_from(["yes", 2, [], {}]), st.floats())),
 }
+EXPIRES: Param = (
+    st.sampled_from(
+        ["7d", "1h", "30m", "2w", "2030-01-01T00:00:00Z", "2020-01-01", "2027-06-01T12:00:00+02:00"]
+    ),
+    st.one_of(ANY_TEXT, WRONG, st.sampled_from(["5y", "999999w", "x" * 65, "\x00", "9999-12-31", "-1d"])),
+)
 FLAG: Param = (st.booleans(), st.one_of(st.sampled_from(["yes", "maybe", 2, [], {}]), st.floats()))
 RELEVANCE: Param = (
     st.floats(min_value=0, max_value=1),
@@ -478,6 +486,8 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
                     st.one_of(SHORT_VALID, st.sampled_from(["k1", "k2", "x" * 200])),
                     st.one_of(st.sampled_from(["", " ", "x" * 201, "\x00"]), WRONG),
                 ),
+                "expires_at": EXPIRES,
+                "supersedes": (ID_OK, ID_BAD),
             },
             ("text",),
         ),
@@ -488,6 +498,8 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
                 "text": TEXT,
                 **entry_fields,
                 "expected_version": (st.integers(1, 4), _ints(1, 2**31 - 1)[1]),
+                "expires_at": (st.one_of(EXPIRES[0], st.just("")), EXPIRES[1]),
+                "supersedes": (st.one_of(ID_OK, st.just("")), ID_BAD),
             },
             ("id",),
         ),

@@ -19,7 +19,7 @@ from pgrecall.store.search_sql import FILTER_SQL
 
 LIST_PARAMS: dict[str, Any] = {
     "owner": "alice", "include_deleted": False, "kind": None, "source": None, "source_prefix": None,
-    "language": None,
+    "language": None, "include_expired": False, "include_superseded": False,
     "tags_all": None, "tags_any": None, "created_after": None, "created_before": None,
     "updated_after": None, "updated_before": None, "cursor_ts": None, "cursor_id": None, "limit": 21,
 }  # fmt: skip

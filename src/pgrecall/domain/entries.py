@@ -34,6 +34,10 @@ class Entry:
     embedding_dim: int | None
     # ISO code of a language recognised but not stemmable here (the entry is then 'simple').
     detected_language: str | None = None
+    # After this the entry is left out of search, list and context by default.
+    expires_at: datetime | None = None
+    # An earlier entry this one replaces (left out by default while this one is live).
+    supersedes: uuid.UUID | None = None
 
     @property
     def deleted(self) -> bool:
@@ -70,6 +74,8 @@ class NewEntry:
     embedding_model: str | None = None
     idempotency_key: str | None = None
     detected_language: str | None = None  # see Entry.detected_language
+    expires_at: datetime | None = None
+    supersedes: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,10 @@ class EntryChanges:
     reset_embedding: bool = False
     embedding: Sequence[float] | None = None
     embedding_model: str | None = None
+    expires_at: datetime | None = None
+    set_expires_at: bool = False
+    supersedes: uuid.UUID | None = None
+    set_supersedes: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,9 @@ class EntryFilters:
     updated_after: datetime | None = None
     updated_before: datetime | None = None
     include_deleted: bool = False
+    # Superseded (a live entry replaces it) and expired entries are left out unless asked for.
+    include_superseded: bool = False
+    include_expired: bool = False
 
 
 @dataclass(frozen=True)

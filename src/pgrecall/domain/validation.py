@@ -329,6 +329,8 @@ def check_filters(filters: EntryFilters, catalog: LanguageCatalog) -> EntryFilte
         tags_all=check_tags(filters.tags_all, "tags_all") or None,
         tags_any=check_tags(filters.tags_any, "tags_any") or None,
         include_deleted=bool(filters.include_deleted),
+        include_superseded=bool(filters.include_superseded),
+        include_expired=bool(filters.include_expired),
         **bounds,
     )
 

@@ -46,6 +46,8 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
         metadata: p.Metadata = None,
         language: p.Language = None,
         idempotency_key: p.IdempotencyKey = None,
+        expires_at: p.ExpiresAt = None,
+        supersedes: p.Supersedes = None,
     ) -> AddEntryResult:
         """Store a new entry (a fact, decision, note or document) in long-term memory.
 
@@ -65,6 +67,8 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 metadata=metadata,
                 language=language,
                 idempotency_key=idempotency_key,
+                expires_at=expires_at,
+                supersedes=supersedes,
             )
             similar: list[SimilarEntry] = []
             if not written.replay:
@@ -107,6 +111,21 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
             str | None, Field(description=p.LANGUAGE_DOC + " Changing it re-stems the entry.")
         ] = None,
         expected_version: p.ExpectedVersion = None,
+        expires_at: Annotated[
+            str | None,
+            Field(
+                description='New expiry (ISO 8601 time or a duration from now like "30d"); omit to keep, "" '
+                "to clear.",
+                max_length=64,
+            ),
+        ] = None,
+        supersedes: Annotated[
+            str | None,
+            Field(
+                description='Id of an earlier entry this one replaces; omit to keep, "" to clear.',
+                max_length=64,
+            ),
+        ] = None,
     ) -> WriteResult:
         """Change an existing entry; only the fields you pass change.
 
@@ -120,6 +139,10 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 extra["title"] = title
             if source is not None:
                 extra["source"] = source
+            if expires_at is not None:
+                extra["expires_at"] = expires_at
+            if supersedes is not None:
+                extra["supersedes"] = supersedes
             written = await run_blocking(
                 runtime.app.entries.update,
                 current_owner(),
@@ -167,10 +190,16 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def get_entry(id: p.EntryId) -> EntryOut:
-        """Fetch one entry with its full text and metadata (search returns only snippets)."""
+        """Fetch one entry with its full text and metadata (search returns only snippets).
+
+        Also shows what is current: `supersedes_chain` (older entries it replaces) and
+        `superseded_by` (newer entries that replace it), nearest first.
+        """
         with observe(runtime.metrics, "get_entry"):
-            entry = await run_blocking(runtime.app.entries.get, current_owner(), id)
-            return EntryOut.full(entry, runtime.active_model)
+            owner = current_owner()
+            entry = await run_blocking(runtime.app.entries.get, owner, id)
+            older, newer = await run_blocking(runtime.app.entries.chain, owner, entry.id)
+            return EntryOut.full(entry, runtime.active_model, chain=(older, newer))
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def list_entries(
@@ -185,6 +214,8 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
         updated_after: p.After = None,
         updated_before: p.Before = None,
         include_deleted: p.IncludeDeleted = False,
+        include_superseded: p.IncludeSuperseded = False,
+        include_expired: p.IncludeExpired = False,
         limit: p.ListLimit = 20,
         cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
     ) -> ListResult:
@@ -202,6 +233,8 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
                 updated_after=updated_after,
                 updated_before=updated_before,
                 include_deleted=include_deleted,
+                include_superseded=include_superseded,
+                include_expired=include_expired,
             )
             page = await run_blocking(
                 runtime.app.entries.list, current_owner(), filters, limit=limit, cursor=cursor

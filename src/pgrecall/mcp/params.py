@@ -30,7 +30,7 @@ from pgrecall.domain.validation import (
     MAX_VERSION,
     MIN_BUDGET,
 )
-from pgrecall.mcp.schemas import CitationIn
+from pgrecall.mcp.retrieval_schemas import CitationIn
 
 
 def _default_on_null(value: object) -> object:
@@ -147,6 +147,40 @@ ListLimit = Annotated[
     int,
     Field(description=f"Page size, 1-{MAX_LIST_LIMIT}.", ge=1, le=MAX_LIST_LIMIT, json_schema_extra=OR_NULL),
     NULL_IS_DEFAULT,
+]
+IncludeSuperseded = Annotated[
+    bool,
+    Field(
+        description="Also return entries another live entry supersedes (left out by default).",
+        json_schema_extra=OR_NULL,
+    ),
+    NULL_IS_DEFAULT,
+]
+IncludeExpired = Annotated[
+    bool,
+    Field(
+        description="Also return entries past their expires_at (left out by default).",
+        json_schema_extra=OR_NULL,
+    ),
+    NULL_IS_DEFAULT,
+]
+ExpiresAt = Annotated[
+    str | None,
+    Field(
+        description="When the entry stops being current: an ISO 8601 time (no offset = UTC) or a duration "
+        'from now ("30m", "24h", "7d", "2w"), at most 100 years ahead. After it, search, list_entries and '
+        "build_context leave the entry out unless include_expired is true; it is never deleted.",
+        max_length=64,
+    ),
+]
+Supersedes = Annotated[
+    str | None,
+    Field(
+        description="Id of an earlier entry of yours that this one replaces (an outdated decision, an old "
+        "address). While this entry is live, search, list_entries and build_context leave the earlier one "
+        "out unless include_superseded is true; get_entry shows the chain both ways.",
+        max_length=64,
+    ),
 ]
 IncludeDeleted = Annotated[
     bool, Field(description="Also list soft-deleted entries.", json_schema_extra=OR_NULL), NULL_IS_DEFAULT

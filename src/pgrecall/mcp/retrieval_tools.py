@@ -11,8 +11,7 @@ from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
 from pgrecall.mcp import params as p
 from pgrecall.mcp.errors import run_blocking
 from pgrecall.mcp.observability import observe
-from pgrecall.mcp.runtime import Runtime, runtime_tool
-from pgrecall.mcp.schemas import (
+from pgrecall.mcp.retrieval_schemas import (
     CitationCheckOut,
     CitationOut,
     ContextOut,
@@ -22,6 +21,7 @@ from pgrecall.mcp.schemas import (
     hit_out,
     timings_out,
 )
+from pgrecall.mcp.runtime import Runtime, runtime_tool
 
 
 def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
@@ -43,6 +43,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         source_prefix: p.SourcePrefix = None,
         tags_all: p.TagsAll = None,
         tags_any: p.TagsAny = None,
+        include_superseded: p.IncludeSuperseded = False,
+        include_expired: p.IncludeExpired = False,
         created_after: p.After = None,
         created_before: p.Before = None,
         updated_after: p.After = None,
@@ -81,6 +83,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                         source_prefix=source_prefix,
                         tags_all=tags_all,
                         tags_any=tags_any,
+                        include_superseded=include_superseded,
+                        include_expired=include_expired,
                         created_after=created_after,
                         created_before=created_before,
                         updated_after=updated_after,
@@ -127,6 +131,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         source_prefix: p.SourcePrefix = None,
         tags_all: p.TagsAll = None,
         tags_any: p.TagsAny = None,
+        include_superseded: p.IncludeSuperseded = False,
+        include_expired: p.IncludeExpired = False,
         pinned_hashes: p.Pins = None,
         sections: p.Sections = None,
         diversify: p.Diversify = False,
@@ -160,6 +166,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                         source_prefix=source_prefix,
                         tags_all=tags_all,
                         tags_any=tags_any,
+                        include_superseded=include_superseded,
+                        include_expired=include_expired,
                     ),
                     min_relevance=min_relevance,
                     recency_half_life_days=recency_half_life_days,

@@ -1,26 +1,26 @@
-"""Pydantic models of what the MCP tools take and return (their schemas), and the conversions into them.
+"""Pydantic models of what the entry tools take and return (their schemas), and the conversions into them.
 
-Services return dataclasses; this is the only module that shapes them for the protocol.
+Services return dataclasses; this module and mcp.retrieval_schemas shape them for the protocol.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from pgrecall.domain.entries import Entry, Status, vector_pending
+from pgrecall.domain.entries import Entry, vector_pending
 from pgrecall.domain.text import SNIPPET_CHARS, snippet
 
 if TYPE_CHECKING:
     # Only named in conversions: importing the services would pull the database stack into a
     # server before it answers `initialize` (see mcp.runtime).
+    from pgrecall.domain.currency import ChainLink
     from pgrecall.domain.language import Resolved
     from pgrecall.services.duplicates import Similar
     from pgrecall.services.entries import Stats
-    from pgrecall.services.retrieval import Ranked
-    from pgrecall.services.search import ScoreBreakdown as ScoreBreakdownData
 
 
 class LanguageOut(BaseModel):
@@ -73,6 +73,10 @@ class EntrySummary(BaseModel):
     updated_at: datetime = Field(description="Last change (UTC).")
     deleted_at: datetime | None = Field(description="Set when soft-deleted; restore_entry clears it.")
     vector_pending: bool = Field(description="No vector of the active model yet: found lexically only.")
+    expires_at: datetime | None = Field(
+        default=None, description="After this the entry is left out of search, list and context by default."
+    )
+    supersedes: str | None = Field(default=None, description="Id of the earlier entry this one replaces.")
 
     @classmethod
     def of(cls, entry: Entry, active_model: str | None) -> EntrySummary:
@@ -92,7 +96,20 @@ class EntrySummary(BaseModel):
             updated_at=entry.updated_at,
             deleted_at=entry.deleted_at,
             vector_pending=vector_pending(entry, active_model),
+            expires_at=entry.expires_at,
+            supersedes=str(entry.supersedes) if entry.supersedes is not None else None,
         )
+
+
+class ChainLinkOut(BaseModel):
+    """An entry in a supersedes chain."""
+
+    id: str
+    title: str | None
+    depth: int = Field(description="Steps from the entry asked about (1 = directly).")
+    created_at: datetime
+    deleted: bool = Field(description="Soft-deleted: a deleted entry supersedes nothing.")
+    expired: bool = Field(description="Past its expires_at.")
 
 
 class EntryOut(EntrySummary):
@@ -100,12 +117,29 @@ class EntryOut(EntrySummary):
 
     text: str = Field(description="The full text, exactly as stored.")
     metadata: dict[str, Any] = Field(description="Free-form JSON metadata.")
+    supersedes_chain: list[ChainLinkOut] | None = Field(
+        default=None, description="get_entry: the older entries this one replaces, nearest first."
+    )
+    superseded_by: list[ChainLinkOut] | None = Field(
+        default=None,
+        description="get_entry: the newer entries that replace this one, nearest first. A live one among "
+        "the direct ones (depth 1) makes this entry superseded.",
+    )
 
     @classmethod
-    def full(cls, entry: Entry, active_model: str | None) -> EntryOut:
-        """Full view of a stored entry."""
+    def full(
+        cls,
+        entry: Entry,
+        active_model: str | None,
+        chain: tuple[Sequence[ChainLink], Sequence[ChainLink]] | None = None,
+    ) -> EntryOut:
+        """Full view of a stored entry (with its supersedes chain when given)."""
         summary = EntrySummary.of(entry, active_model)
-        return cls(**summary.model_dump(), text=entry.body, metadata=entry.metadata)
+        out = cls(**summary.model_dump(), text=entry.body, metadata=entry.metadata)
+        if chain is not None:
+            out.supersedes_chain = [ChainLinkOut(**link.__dict__) for link in chain[0]]
+            out.superseded_by = [ChainLinkOut(**link.__dict__) for link in chain[1]]
+        return out
 
 
 class SimilarEntry(BaseModel):
@@ -190,190 +224,3 @@ class StatsResult(BaseModel):
     def of(cls, stats: Stats) -> StatsResult:
         """The protocol form of an owner's figures."""
         return cls(**stats.__dict__)
-
-
-class ScoreBreakdown(BaseModel):
-    """Why a hit ranks where it does: each branch's rank and score, and its share of the fused score."""
-
-    vector_rank: int | None = Field(description="Rank in the vector branch (1 = nearest); null if not in it.")
-    cosine_similarity: float | None = Field(
-        description="Cosine similarity of query and entry vectors (also for hits found by words only)."
-    )
-    vector_rrf: float = Field(description="Vector branch share of the fused score: 1 / (k + vector_rank).")
-    lexical_rank: int | None = Field(
-        description="Rank in the lexical branch (1 = best BM25); null if not in it."
-    )
-    lexical_score: float | None = Field(description="BM25 score of the entry for the query's terms.")
-    lexical_rrf: float = Field(description="Lexical branch share of the fused score: 1 / (k + lexical_rank).")
-    fused: float = Field(
-        description="vector_rrf + lexical_rrf (Reciprocal Rank Fusion) + recency: the ranking score."
-    )
-    recency: float = Field(
-        description="Recency term: 0.5^(age in days / recency_half_life_days) / 61; 0 when recency is off."
-    )
-    regconfig: str | None = Field(description="Text-search config whose stemmed query matched the entry.")
-    matched_terms: list[str] = Field(description="Stemmed query terms (lexemes) found in the entry.")
-    vector_relevance: float | None = Field(
-        description="(cosine − median cosine of the vector candidates) / (best − median), 0..1."
-    )
-    lexical_relevance: float | None = Field(
-        description="BM25 score / the best BM25 score of the search, 0..1."
-    )
-    absolute_relevance: float | None = Field(
-        description="The cosine on the model's own scale: 0 = as similar as a typical unrelated text, "
-        "1 = as a typical answer; null without a cosine."
-    )
-    relevance: float = Field(
-        description="The higher of vector_relevance and lexical_relevance, at most absolute_relevance: "
-        "what min_relevance compares."
-    )
-
-    @classmethod
-    def of(cls, data: ScoreBreakdownData) -> ScoreBreakdown:
-        """The protocol form of a score breakdown."""
-        return cls(**data.__dict__)
-
-
-class Hit(BaseModel):
-    """One search result."""
-
-    rank: int = Field(description="1-based position.")
-    id: str = Field(description="Entry id; get_entry returns the full text.")
-    title: str | None
-    snippet: str = Field(description="A short excerpt around the matched words (or the start).")
-    tags: list[str]
-    source: str | None = Field(description="Where the entry came from.")
-    language: str = Field(description="Text-search config of the entry.")
-    content_hash: str = Field(description="Cite it; pass it in pinned_hashes to get this exact entry back.")
-    score: float = Field(
-        description="Fused RRF score (only comparable within one result list; 0 for a pin "
-        "the query did not match)."
-    )
-    pinned: bool = Field(description="True when it is here because its hash was pinned.")
-    breakdown: ScoreBreakdown | None = Field(
-        description="Per-branch ranks and scores (only with explain=true)."
-    )
-
-
-class SearchOut(BaseModel):
-    """Result of search."""
-
-    status: Status = Field(description="ok; no_matches; empty_store (no entries yet).")
-    request_id: str = Field(description="Id of this call in the server logs.")
-    degraded: bool = Field(description="True when only the lexical branch could run (embedder unavailable).")
-    degraded_reason: str | None = Field(description="Why, when degraded.")
-    used: str = Field(description="What was searched: query, selection or query+selection.")
-    selection_ignored: str | None = Field(description="Why selected_text was not used, if it was given.")
-    hits: list[Hit] = Field(description="Results, best first; never more than top_k.")
-    below_relevance: int = Field(description="Hits left out by min_relevance.")
-    missing_pins: list[str] = Field(description="Pinned hashes that match no live entry (not an error).")
-    timings: dict[str, float] = Field(
-        description="Milliseconds: sql_ms (database), search_ms (embedding the query plus database), "
-        "total_ms (the whole call)."
-    )
-
-
-class CitationOut(BaseModel):
-    """A citation for one context block."""
-
-    label: str = Field(description="The block label in the context, e.g. S1; cite it as [S1].")
-    id: str
-    content_hash: str = Field(description="Hash of the exact text used; verify_citations checks it later.")
-    source: str | None
-    title: str | None
-    snippet: str = Field(description="Short excerpt.")
-    section: str | None = Field(description="Section the block belongs to (when sections were asked for).")
-    pinned: bool = Field(description="True when included because its hash was pinned.")
-
-
-class DroppedOut(BaseModel):
-    """A ranked entry left out of the context."""
-
-    id: str = Field(description="Entry id (get_entry returns it whole).")
-    content_hash: str
-    title: str | None
-    tokens: int = Field(description="Estimated tokens of its block.")
-    reason: str = Field(description="'larger than token_budget' or 'budget exhausted'.")
-    section: str | None = Field(description="The section it was ranked for.")
-
-
-class ContextOut(BaseModel):
-    """Result of build_context."""
-
-    status: Status = Field(description="ok; no_matches; empty_store.")
-    request_id: str = Field(description="Id of this call in the server logs.")
-    context: str = Field(
-        description="Blocks '[S1] Title — source' + the stored text, unmodified, best first."
-    )
-    citations: list[CitationOut] = Field(description="One per block, in order.")
-    by_section: dict[str, list[str]] | None = Field(
-        description="Labels per section, when sections were given."
-    )
-    total_tokens: int = Field(
-        description="Estimated tokens of `context` (max(words×1.33, chars/4)) ≤ budget."
-    )
-    dropped: list[DroppedOut] = Field(description="Ranked entries that did not fit (never cut mid-text).")
-    missing_pins: list[str] = Field(description="Pinned hashes matching no live entry.")
-    below_relevance: int = Field(
-        description="Ranked entries left out as not relevant enough (min_relevance)."
-    )
-    degraded: bool = Field(description="True when only the lexical branch could run.")
-
-
-class CitationIn(BaseModel):
-    """A citation to check."""
-
-    content_hash: str = Field(description="The content_hash that was cited.")
-    id: str | None = Field(default=None, description="The entry id, if known (else looked up by hash).")
-    label: str | None = Field(default=None, description="Your label for it (echoed back).")
-
-
-class CitationCheckOut(BaseModel):
-    """The verdict on one citation."""
-
-    label: str | None = Field(description="The label you gave.")
-    id: str | None = Field(description="The entry checked.")
-    content_hash: str = Field(description="The cited hash.")
-    status: Literal["valid", "changed", "deleted", "missing"] = Field(
-        description="valid: the stored text still hashes to it; changed: edited since (see current_hash); "
-        "deleted: soft-deleted; missing: no such entry."
-    )
-    current_hash: str | None = Field(description="Hash of the stored text now, when not valid.")
-
-
-class VerifyOut(BaseModel):
-    """Result of verify_citations."""
-
-    request_id: str = Field(description="Id of this call in the server logs.")
-    all_valid: bool = Field(description="True when every citation still holds.")
-    results: list[CitationCheckOut] = Field(description="One per citation, in the given order.")
-
-
-# The query's embedding time is not reported alone: at 0.03 ms for a cached vector against
-# 70-120 ms for a model call, it would say exactly when the vector came from the cache.
-PUBLIC_TIMINGS = ("sql_ms", "search_ms")
-
-
-def timings_out(timings: dict[str, float], total_ms: float) -> dict[str, float]:
-    """The timings a search result shows: database, search and whole call, never embedding alone."""
-    out = {name: timings[name] for name in PUBLIC_TIMINGS if name in timings}
-    out["total_ms"] = round(total_ms, 3)
-    return out
-
-
-def hit_out(rank: int, ranked: Ranked, explain: bool) -> Hit:
-    """One ranked slot as a search result (the breakdown only when explaining)."""
-    entry, hit = ranked.entry, ranked.hit
-    return Hit(
-        rank=rank,
-        id=str(entry.id),
-        title=entry.title,
-        snippet=hit.snippet if hit is not None else snippet(entry.body),
-        tags=entry.tags,
-        source=entry.source,
-        language=entry.language,
-        content_hash=entry.content_hash,
-        score=ranked.score,
-        pinned=ranked.pinned,
-        breakdown=ScoreBreakdown.of(hit.breakdown) if (explain and hit is not None) else None,
-    )

@@ -6,9 +6,11 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from pgrecall.config import Settings
+from pgrecall.domain.currency import ChainLink, parse_expiry
 from pgrecall.domain.entries import (
     Entry,
     EntryChanges,
@@ -36,6 +38,7 @@ from pgrecall.domain.validation import (
 )
 from pgrecall.embeddings.base import Embedder, EmbeddingError
 from pgrecall.errors import InvalidInputError, NotFoundError
+from pgrecall.store.currency import CurrencyStore
 from pgrecall.store.entries import EntryStore
 
 log = logging.getLogger(__name__)
@@ -104,6 +107,7 @@ class EntryService:
         self.catalog = catalog
         self.detector = detector
         self.embedder = embedder
+        self.chains = CurrencyStore(store.pool)
 
     def _embed(self, title: str | None, body: str) -> list[float] | None:
         if self.embedder is None:
@@ -127,11 +131,14 @@ class EntryService:
         metadata: dict[str, Any] | None = None,
         language: str | None = None,
         idempotency_key: str | None = None,
+        expires_at: str | datetime | None = None,
+        supersedes: str | uuid.UUID | None = None,
     ) -> Written:
         """Validate and store one entry; the vector is pending if the embedder fails.
 
         The same idempotency_key twice (per owner) stores one entry; the second call gets
-        the first entry back, even if its other arguments differ.
+        the first entry back, even if its other arguments differ. `expires_at`: an ISO time or
+        a duration from now; `supersedes`: the id of an earlier entry this one replaces.
         """
         key = check_idempotency_key(idempotency_key)
         if key is not None:
@@ -140,6 +147,8 @@ class EntryService:
                 return self._replay(earlier)
         body = check_body(text, self.settings.max_text_chars)
         clean_title = check_title(title)
+        expiry = parse_expiry(expires_at, datetime.now(UTC)) if expires_at is not None else None
+        replaced = self._check_supersedes(owner, supersedes) if supersedes is not None else None
         resolved = self.detector.resolve(language, f"{clean_title or ''}\n{body}")
         new = NewEntry(
             body=body,
@@ -152,6 +161,8 @@ class EntryService:
             metadata=check_metadata(metadata),
             idempotency_key=key,
             detected_language=resolved.detected,
+            expires_at=expiry,
+            supersedes=replaced,
         )
         vector = self._embed(clean_title, body)
         if vector is not None and self.embedder is not None:
@@ -219,6 +230,8 @@ class EntryService:
         metadata: dict[str, Any] | None = None,
         language: str | None = None,
         expected_version: int | None = None,
+        expires_at: str | datetime | None = _UNSET,
+        supersedes: str | uuid.UUID | None = _UNSET,
     ) -> Written:
         """Change the given fields; text or title changes re-hash and re-embed, language changes re-stem.
 
@@ -227,6 +240,14 @@ class EntryService:
         """
         ident = parse_id(entry_id)
         current = self.store.get(owner, ident)
+        set_expiry = expires_at is not _UNSET
+        expiry = None
+        if set_expiry and expires_at is not None and expires_at != "":
+            expiry = parse_expiry(expires_at, datetime.now(UTC))
+        set_replaced = supersedes is not _UNSET
+        replaced = None
+        if set_replaced and supersedes is not None and supersedes != "":
+            replaced = self._check_supersedes(owner, supersedes, entry_id=ident)
         body = check_body(text, self.settings.max_text_chars) if text is not None else None
         set_title = title is not _UNSET
         new_title = check_title(title) if set_title else current.title
@@ -254,10 +275,38 @@ class EntryService:
             reset_embedding=text_changed,
             embedding=vector,
             embedding_model=self.embedder.model if vector is not None and self.embedder is not None else None,
+            expires_at=expiry,
+            set_expires_at=set_expiry,
+            supersedes=replaced,
+            set_supersedes=set_replaced,
         )
         entry = self.store.update(owner, ident, changes, expected_version=expected_version)
         final = resolved or self._kept(entry)
         return Written(entry, final, self._pending(entry))
+
+    def _check_supersedes(
+        self, owner: str, value: str | uuid.UUID, *, entry_id: uuid.UUID | None = None
+    ) -> uuid.UUID:
+        """The id an entry may supersede: the owner's (deleted ones too), not itself, no loop."""
+        target = parse_id(value, "supersedes")
+        if target == entry_id:
+            raise InvalidInputError("supersedes", "an entry cannot supersede itself")
+        try:
+            self.store.get(owner, target, include_deleted=True)
+        except NotFoundError:
+            raise NotFoundError(f"supersedes: no entry {target}") from None
+        if entry_id is not None and any(
+            link.id == str(entry_id) for link in self.chains.replaced(owner, target)
+        ):
+            raise InvalidInputError(
+                "supersedes", f"{target} already supersedes {entry_id} (directly or through others): a loop"
+            )
+        return target
+
+    def chain(self, owner: str, entry_id: str | uuid.UUID) -> tuple[list[ChainLink], list[ChainLink]]:
+        """The entries this one supersedes and those that supersede it, nearest first."""
+        ident = parse_id(entry_id)
+        return self.chains.replaced(owner, ident), self.chains.replaced_by(owner, ident)
 
     def delete(self, owner: str, entry_id: str | uuid.UUID) -> Entry:
         """Soft delete (restorable)."""

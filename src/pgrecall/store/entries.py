@@ -88,6 +88,8 @@ def _insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
         "embedding_dim": len(new.embedding) if new.embedding is not None else None,
         "idempotency_key": new.idempotency_key,
         "detected_language": new.detected_language,
+        "expires_at": new.expires_at,
+        "supersedes": new.supersedes,
     }
 
 
@@ -202,6 +204,10 @@ class EntryStore:
             "embedding_model": changes.embedding_model if vector else None,
             "embedding_dim": len(changes.embedding) if changes.embedding is not None else None,
             "expected_version": expected_version,
+            "set_expires_at": changes.set_expires_at,
+            "expires_at": changes.expires_at,
+            "set_supersedes": changes.set_supersedes,
+            "supersedes": changes.supersedes,
         }
         with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_UPDATE, params).fetchone()
@@ -250,6 +256,8 @@ class EntryStore:
             "created_before": filters.created_before,
             "updated_after": filters.updated_after,
             "updated_before": filters.updated_before,
+            "include_expired": filters.include_expired,
+            "include_superseded": filters.include_superseded,
             "cursor_ts": cursor_ts,
             "cursor_id": cursor_id,
             "limit": limit + 1,

@@ -4,17 +4,18 @@
 COLUMNS = """
     id, owner, kind, source, title, body, tags, metadata, language::text AS language,
     content_hash, version, created_at, updated_at, deleted_at, embedding_model, embedding_dim,
-    detected_language
+    detected_language, expires_at, supersedes
 """
 
 # ON CONFLICT makes a repeated idempotency key a no-op even when two servers race
 # on it: the unique index decides, the loser reads the winner's row.
 SQL_INSERT = f"""
 INSERT INTO entries (owner, kind, source, title, body, tags, metadata, language, content_hash,
-                     embedding, embedding_model, embedding_dim, idempotency_key, detected_language)
+                     embedding, embedding_model, embedding_dim, idempotency_key, detected_language,
+                     expires_at, supersedes)
 VALUES (%(owner)s, %(kind)s, %(source)s, %(title)s, %(body)s, %(tags)s, %(metadata)s,
         %(language)s::regconfig, %(content_hash)s, %(embedding)s::vector, %(embedding_model)s,
-        %(embedding_dim)s, %(idempotency_key)s, %(detected_language)s)
+        %(embedding_dim)s, %(idempotency_key)s, %(detected_language)s, %(expires_at)s, %(supersedes)s)
 ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING {COLUMNS}
 """
@@ -49,6 +50,8 @@ UPDATE entries SET
     embedding = CASE WHEN %(reset_embedding)s THEN %(embedding)s::vector ELSE embedding END,
     embedding_model = CASE WHEN %(reset_embedding)s THEN %(embedding_model)s ELSE embedding_model END,
     embedding_dim = CASE WHEN %(reset_embedding)s THEN %(embedding_dim)s ELSE embedding_dim END,
+    expires_at = CASE WHEN %(set_expires_at)s THEN %(expires_at)s::timestamptz ELSE expires_at END,
+    supersedes = CASE WHEN %(set_supersedes)s THEN %(supersedes)s::uuid ELSE supersedes END,
     version = version + 1,
     updated_at = clock_timestamp()
 WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NULL
@@ -85,6 +88,10 @@ WHERE owner = %(owner)s
   AND (%(created_before)s::timestamptz IS NULL OR created_at < %(created_before)s)
   AND (%(updated_after)s::timestamptz IS NULL OR updated_at >= %(updated_after)s)
   AND (%(updated_before)s::timestamptz IS NULL OR updated_at < %(updated_before)s)
+  AND (%(include_expired)s OR expires_at IS NULL OR expires_at > statement_timestamp())
+  AND (%(include_superseded)s OR NOT EXISTS (
+           SELECT 1 FROM entries s
+           WHERE s.owner = %(owner)s AND s.supersedes = entries.id AND s.deleted_at IS NULL))
   AND (%(cursor_ts)s::timestamptz IS NULL OR (created_at, id) < (%(cursor_ts)s, %(cursor_id)s::uuid))
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s

@@ -14,7 +14,7 @@ from psycopg_pool import ConnectionPool
 
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.store.entries import vector_literal
-from pgrecall.store.search_sql import FILTER_SQL, MAX_QUERY_TERMS, SQL_SEARCH, SQL_SET_KNOBS
+from pgrecall.store.search_sql import CURRENT_SQL, FILTER_SQL, MAX_QUERY_TERMS, SQL_SEARCH, SQL_SET_KNOBS
 
 __all__ = [
     "FILTER_SQL",
@@ -123,6 +123,7 @@ def build_statement(params: SearchParams) -> sql.Composed:
     parts = [
         sql.SQL(FILTER_SQL[name]) for name in FILTER_SQL if _filter_value(params.filters, name) is not None
     ]
+    parts += [sql.SQL(CURRENT_SQL[flag]) for flag in CURRENT_SQL if not getattr(params.filters, flag)]
     filters = sql.SQL("").join(sql.SQL(" AND ") + part for part in parts)
     # Without a vector the branch is gated off by `qvec IS NOT NULL`; any dimension
     # keeps the text valid, and an indexed one keeps the plan shape.
