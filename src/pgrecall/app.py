@@ -27,6 +27,7 @@ from pgrecall.services.activity import ActivityService
 from pgrecall.services.citations import CitationService
 from pgrecall.services.duplicates import NearDuplicates
 from pgrecall.services.entries import EntryService
+from pgrecall.services.links import LinkService
 from pgrecall.services.maintenance.background import BackgroundReembed
 from pgrecall.services.maintenance.service import Maintenance
 from pgrecall.services.retrieval import RetrievalService
@@ -35,6 +36,7 @@ from pgrecall.services.tokens import TokenService
 from pgrecall.store.activity import ActivityStore
 from pgrecall.store.catalog import read_catalog
 from pgrecall.store.entries import EntryStore
+from pgrecall.store.links import LinkStore
 from pgrecall.store.pending import PendingOwners
 from pgrecall.store.redetect import RedetectStore
 
@@ -85,6 +87,7 @@ class App:
         self.citations: CitationService
         self.tokens: TokenService
         self.activity: ActivityService
+        self.links: LinkService
         self.maintenance: Maintenance
         self.pending_owners: PendingOwners
 
@@ -116,6 +119,7 @@ class App:
             self.citations = CitationService(self.store)
             self.tokens = TokenService(self.pool)
             self.activity = ActivityService(ActivityStore(self.pool))
+            self.links = LinkService(LinkStore(self.pool))
             self.maintenance = Maintenance(
                 self.store, RedetectStore(self.pool), self._maintenance_embedder, self.detector
             )

@@ -60,6 +60,9 @@ TOOLS = {
     "stats",
     "recent_activity",
     "list_tags",
+    "link_entries",
+    "unlink_entries",
+    "get_related",
 }
 # Moderate by default so the file runs in a couple of minutes; raise it to hunt harder.
 EXAMPLES = int(os.environ.get("PGRECALL_HOSTILE_EXAMPLES", "60"))
@@ -369,6 +372,13 @@ HALF_LIFE: Param = (
         st.floats().filter(lambda f: not 0 < f <= 36500), st.sampled_from(["7", "week", [], {}, 0, -3])
     ),
 )
+RELATION: Param = (
+    st.sampled_from(["relates_to", "depends_on", "Part of", "CONTRADICTS", " mentions "]),
+    st.one_of(st.sampled_from(["loves", "", "x" * 81, "depends_on\x00", "relates to too"]), WRONG),
+)
+NOTE_BAD = st.one_of(
+    st.sampled_from(["x" * 1001, "a\x00b", "x" * 5000]), WRONG.filter(lambda v: v is not None)
+)
 MODE: Param = (
     st.sampled_from(["hybrid", "vector", "lexical"]),
     st.one_of(st.sampled_from(["fuzzy", "", "HYBRID"]), WRONG),
@@ -580,6 +590,32 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
                 "limit": _ints(1, 500),
             }
         ),
+        "link_entries": tool_args(
+            {
+                "from_id": ident,
+                "to_id": ident,
+                "relation": RELATION,
+                "note": (st.one_of(st.none(), SHORT_VALID), NOTE_BAD),
+            },
+            ("from_id", "to_id", "relation"),
+        ),
+        "unlink_entries": tool_args(
+            {"from_id": ident, "to_id": ident, "relation": (st.one_of(st.none(), RELATION[0]), RELATION[1])},
+            ("from_id", "to_id"),
+        ),
+        "get_related": tool_args(
+            {
+                "id": ident,
+                "relation": (st.one_of(st.none(), RELATION[0]), RELATION[1]),
+                "direction": (
+                    st.sampled_from(["out", "in", "both"]),
+                    st.one_of(st.sampled_from(["up", "", "OUT"]), WRONG),
+                ),
+                "depth": _ints(1, 2),
+                "limit": _ints(1, 100),
+            },
+            ("id",),
+        ),
     }
 
 
@@ -718,7 +754,15 @@ class Checker:
         data = result.structured_content
         assert data is not None, result.content
         assert_no_vectors(data)
-        if tool not in {"add_entry", "update_entry", "delete_entry", "restore_entry"}:
+        writers = {
+            "add_entry",
+            "update_entry",
+            "delete_entry",
+            "restore_entry",
+            "link_entries",
+            "unlink_entries",
+        }
+        if tool not in writers:
             assert _snapshot(self.url) == before, f"read-only {tool}({_show(args)}) changed the store"
         await self._check_success(tool, args, data)
         return True, data

@@ -26,6 +26,7 @@ READ_ONLY = {
     "verify_citations",
     "recent_activity",
     "list_tags",
+    "get_related",
 }
 HASH = "sha256:" + "0" * 64
 
@@ -82,7 +83,7 @@ async def test_date_bounds_are_inclusive_after_and_exclusive_before(client: Clie
     assert await listed(created_before=later)
 
 
-def _base_arguments(entry_id: str) -> dict[str, dict[str, Any]]:
+def _base_arguments(entry_id: str, other_id: str) -> dict[str, dict[str, Any]]:
     """Valid arguments per tool; where one optional argument is needed, two are given (nulling one
     leaves the other): two changes for update_entry, a query and a selection for the searches."""
     return {
@@ -98,12 +99,16 @@ def _base_arguments(entry_id: str) -> dict[str, dict[str, Any]]:
         "verify_citations": {"citations": [{"content_hash": HASH}]},
         "recent_activity": {"since": "7d"},
         "list_tags": {},
+        "link_entries": {"from_id": entry_id, "to_id": other_id, "relation": "relates_to"},
+        "unlink_entries": {"from_id": entry_id, "to_id": other_id},
+        "get_related": {"id": entry_id},
     }
 
 
 async def test_null_for_any_optional_argument_means_its_default(client: Client) -> None:
     added = await call(client, "add_entry", text="An entry the null checks update and read.")
-    bases = _base_arguments(added["id"])
+    other = await call(client, "add_entry", text="Another entry, for the link tools.")
+    bases = _base_arguments(added["id"], other["id"])
     tools = await _tools(client)
     assert set(tools) == set(bases)
     checked = 0

@@ -78,7 +78,7 @@ def _leave_only_gin(conn: psycopg.Connection[Any]) -> None:
         "entries_pending",
     ):
         conn.execute(f"DROP INDEX {index}")
-    conn.execute("ALTER TABLE entries DROP CONSTRAINT entries_pkey")
+    conn.execute("ALTER TABLE entries DROP CONSTRAINT entries_pkey CASCADE")  # and the link keys
     conn.execute("ANALYZE entries")
 
 

@@ -15,7 +15,7 @@ MAX_ACTIVITY_LIMIT = 100
 MAX_TAG_LIMIT = 500
 MAX_TAG_PREFIX_CHARS = 100
 MAX_CURSOR_CHARS = 512
-CHANGES = ("added", "updated", "deleted")
+CHANGES = ("added", "updated", "deleted", "linked")
 
 _DURATION = re.compile(r"(\d{1,6})\s*([mhdw])")
 _UNIT = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}

@@ -23,8 +23,14 @@ class ActivityItem(BaseModel):
     title: str | None
     snippet: str | None = Field(default=None, description="Start of the text, for an untitled entry.")
     kind: str
-    change: str = Field(description="added, updated (text, fields or a restore) or deleted.")
+    change: str = Field(
+        description="added, updated (text, fields or a restore), deleted, or linked (this entry was "
+        "linked to another: see `link`)."
+    )
     at: datetime
+    link: dict[str, str] | None = Field(
+        default=None, description="For a linked change: the relation and the entry linked to (to_id)."
+    )
 
 
 class ActivityResult(BaseModel):
@@ -74,7 +80,7 @@ def register_activity_tools(server: MCPServer, runtime: Runtime, current_owner: 
         ] = 20,
         cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
     ) -> ActivityResult:
-        """What was added, updated or deleted since a time, newest first, paginated.
+        """What was added, updated, deleted or linked since a time, newest first, paginated.
 
         Each entry appears with its creation, its latest update while live, and its deletion
         (no history of earlier edits is kept). Use it for "what changed this week".
@@ -94,6 +100,7 @@ def register_activity_tools(server: MCPServer, runtime: Runtime, current_owner: 
                         kind=c.kind,
                         change=c.change,
                         at=c.at,
+                        link={"relation": c.relation, "to_id": str(c.to_id)} if c.relation else None,
                     )
                     for c in page.changes
                 ],

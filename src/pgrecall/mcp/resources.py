@@ -145,4 +145,5 @@ def register_resources(
     async def entry(id: str) -> str:
         owner = current_owner()
         found = await _read(runtime, lambda: runtime.app.entries.get(owner, id))
-        return _compact(EntryOut.full(found, runtime.active_model))
+        chain = await _read(runtime, lambda: runtime.app.entries.chain(owner, found.id))
+        return _compact(EntryOut.full(found, runtime.active_model, chain=chain))

@@ -21,6 +21,7 @@ from pgrecall.mcp.activity_tools import register_activity_tools
 from pgrecall.mcp.auth import SCOPE, DatabaseTokenVerifier
 from pgrecall.mcp.entry_tools import register_entry_tools
 from pgrecall.mcp.errors import argument_errors
+from pgrecall.mcp.link_tools import register_link_tools
 from pgrecall.mcp.notifications import OwnerScopedBus
 from pgrecall.mcp.prompts import register_prompts
 from pgrecall.mcp.resources import register_resources
@@ -32,6 +33,9 @@ pgrecall is a long-term memory and knowledge store. Save durable facts, decision
 and documents with add_entry; find them later with search (natural-language questions in any
 language work; no language parameter is needed). Cite what you use by id and content_hash.
 Prefer update_entry over adding a near-duplicate: add_entry reports similar existing entries.
+When a new entry replaces an old one, pass supersedes=<old id> (the old one then drops out of
+search); give short-lived facts an expires_at. Link related entries with link_entries
+(depends_on, part_of, contradicts, …) and follow the links with get_related.
 Resources pgrecall://stats, tags, recent and entry/{id} give an overview; prompts guide recall and review.
 """
 
@@ -152,6 +156,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
     register_entry_tools(server, runtime, current_owner)
     register_retrieval_tools(server, runtime, current_owner)
     register_activity_tools(server, runtime, current_owner)
+    register_link_tools(server, runtime, current_owner)
     register_resources(server, runtime, current_owner, bus)
     register_prompts(server, runtime, current_owner)
 

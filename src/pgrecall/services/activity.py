@@ -43,6 +43,8 @@ class Recent:
     kind: str
     change: Change
     at: datetime
+    relation: str | None = None  # a `linked` change: how and to which entry
+    to_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,9 @@ class ActivityPage:
 
 def _recent(change: EntryChange) -> Recent:
     label = "" if change.title else snippet(change.body_start, 120)
-    return Recent(change.id, change.title, label, change.kind, change.change, change.at)
+    return Recent(
+        change.id, change.title, label, change.kind, change.change, change.at, change.relation, change.to_id
+    )
 
 
 class ActivityService:
@@ -71,7 +75,7 @@ class ActivityService:
         return Tags(found[:MAX_TAGS], truncated=len(found) > MAX_TAGS)
 
     def recent(self, owner: str, limit: int = RECENT_CHANGES) -> list[Recent]:
-        """The owner's last `limit` changes (added, updated, deleted), newest first."""
+        """The owner's last `limit` changes (added, updated, deleted, linked), newest first."""
         return [_recent(c) for c in self.store.recent_changes(owner, limit)]
 
     def tags_with_prefix(self, owner: str, prefix: str | None, limit: int) -> Tags:
@@ -85,7 +89,7 @@ class ActivityService:
         return Tags(found[:limit], truncated=len(found) > limit)
 
     def since(self, owner: str, since: str, *, limit: int = 20, cursor: str | None = None) -> ActivityPage:
-        """Changes (added, updated, deleted) from `since` (ISO time or 30m/24h/7d/2w) on, newest first."""
+        """Changes (added, updated, deleted, linked) from `since` (ISO time or 7d, 24h…) on, newest first."""
         start = parse_since(since, datetime.now(UTC))
         check_limit(limit, "limit", MAX_ACTIVITY_LIMIT)
         after = decode_activity_cursor(cursor) if cursor is not None else None
