@@ -132,6 +132,8 @@ def measure(settings: Settings, name: str, floors: Sequence[float], foreign: str
                 if not curve:  # no floor: what a fixed cut after the first k citations gives
                     curve = _fixed_cut_curve(ranked_lists)
                 recall = _mean(cited_r)
+                cited_total = sum(len(cited) for cited, _ in ranked_lists)
+                relevant_cited = sum(sum(1 for d in cited if d in rel) for cited, rel in ranked_lists)
                 per_floor[str(floor)] = {
                     "off_topic_cited_per_query": _mean(off_cited),
                     "fixed_cut_precision_at_equal_recall": _precision_at(curve, recall),
@@ -139,6 +141,10 @@ def measure(settings: Settings, name: str, floors: Sequence[float], foreign: str
                         "precision": _mean(cited_p),
                         "recall": _mean(cited_r),
                         "mean_count": _mean(cited_n),
+                        # Of all citations over all queries, the share that is relevant (a query
+                        # citing nothing adds nothing, where the per-query mean counts it as 0).
+                        "share_relevant": round(relevant_cited / cited_total, 4) if cited_total else 0.0,
+                        "queries_citing_nothing": sum(1 for cited, _ in ranked_lists if not cited),
                     },
                     "search_top10": {
                         "precision": _mean(top_p),
@@ -207,6 +213,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "report": reported,
         "report_summary": {
             "cited_precision": [before["cited"]["precision"], after["cited"]["precision"]],
+            "cited_share_relevant": [before["cited"]["share_relevant"], after["cited"]["share_relevant"]],
+            "queries_citing_nothing": [
+                before["cited"]["queries_citing_nothing"],
+                after["cited"]["queries_citing_nothing"],
+            ],
             "fixed_cut_precision_at_equal_recall": after["fixed_cut_precision_at_equal_recall"],
             "cited_recall": [before["cited"]["recall"], after["cited"]["recall"]],
             "cited_per_query": [before["cited"]["mean_count"], after["cited"]["mean_count"]],

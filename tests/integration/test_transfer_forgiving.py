@@ -189,13 +189,13 @@ def test_relations_are_counted(app: App, tmp_path: Path) -> None:
     with app.db.connect() as conn:
         report, graph = import_memory_json(conn, SAMPLE, _validator(app), ImportOptions(owner=OWNER))
     assert report.errors == []
-    assert graph.relations == RelationCounts(seen=5, duplicates=0, stored=5, dangling=0, dropped=0)
+    assert graph.relations == RelationCounts(seen=5, duplicates=0, stored=5, dangling=0, dropped=0, linked=5)
     with app.db.connect() as conn:
         report, graph = import_memory_json(
             conn, _graph_with_dangling(tmp_path), _validator(app), ImportOptions(owner=OWNER)
         )
     assert report.errors == [] and report.inserted == 2
-    assert graph.relations == RelationCounts(seen=4, duplicates=1, stored=2, dangling=2, dropped=1)
+    assert graph.relations == RelationCounts(seen=4, duplicates=1, stored=2, dangling=2, dropped=1, linked=1)
     ada = next(e for e in app.entries.list(OWNER, EntryFilters(), limit=20).entries if e.title == "Ada")
     assert ada.metadata["mcp_memory"]["relations"] == [
         {"from": "Ada", "relationType": "knows", "to": "Bob"},
@@ -208,12 +208,19 @@ def test_cli_json_summary_counts_relations(app: App, settings: Settings, tmp_pat
     result = _cli(settings, "import", str(path), "--format", "memory-json", "--json")
     assert result.returncode == 0, result
     summary = json.loads(result.stdout)
-    assert summary["relations"] == {"seen": 4, "duplicates": 1, "stored": 2, "dangling": 2, "dropped": 1}
+    assert summary["relations"] == {
+        "seen": 4,
+        "duplicates": 1,
+        "stored": 2,
+        "dangling": 2,
+        "dropped": 1,
+        "linked": 1,
+    }
     assert (summary["inserted"], summary["bad"], summary["format"]) == (2, 0, "memory-json")
     text = _cli(settings, "import", str(path), "--format", "memory-json")
     assert text.returncode == 0, text
     assert (
-        f"{path}: 4 relations: 2 stored in their entities' metadata, "
+        f"{path}: 4 relations: 2 stored in their entities' metadata, 1 linked, "
         "2 dangling (an end is no entity of the file; 1 dropped), 1 repeated"
     ) in text.stdout
 

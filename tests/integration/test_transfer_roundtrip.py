@@ -188,3 +188,67 @@ def test_cli_export_import_export(
     assert again.exit_code == 0 and "0 inserted, 0 updated, 5 unchanged" in again.stdout
     # No temp file is left next to the export.
     assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == ["a.jsonl", "b.jsonl"]
+
+
+def test_links_expiry_and_supersedes_round_trip(store_a: App, store_b: App, tmp_path: Path) -> None:
+    made = populate(store_a)
+    e = store_a.entries
+    newer = e.add(
+        "alice",
+        text="Her retirement plan was reviewed; the next review is in two years.",
+        supersedes=str(made["edited"].id),
+        expires_at="2031-05-01T00:00:00Z",
+    ).entry
+    store_a.links.link("alice", str(newer.id), str(made["german"].id), "mentions", note="the lake house")
+    store_a.links.link("alice", str(made["german"].id), str(newer.id), "relates_to")
+    first = export_text(store_a)
+    lines = [json.loads(line) for line in first.splitlines()]
+    links = [line for line in lines if line.get("type") == "link"]
+    assert [(x["owner"], x["relation"]) for x in links] == [("alice", "mentions"), ("alice", "relates_to")]
+    assert links[0]["note"] == "the lake house" and "note" not in links[1]
+    # After alice's entries, before bob's.
+    owners = [line["owner"] for line in lines]
+    assert owners.index("bob") > max(i for i, line in enumerate(lines) if line.get("type") == "link")
+    current = next(line for line in lines if line.get("id") == str(newer.id))
+    assert current["supersedes"] == str(made["edited"].id)
+    assert current["expires_at"] == "2031-05-01T00:00:00.000000+00:00"
+
+    report = import_text(store_b, first, tmp_path)
+    assert (report.inserted, report.errors) == (6, [])
+    assert (report.links.seen, report.links.inserted, report.links.dangling) == (2, 2, 0)
+    assert export_text(store_b).encode() == first.encode()
+    related = store_b.links.related("alice", str(newer.id))
+    assert {(r.id, r.relation, r.direction) for r in related} == {
+        (str(made["german"].id), "mentions", "out"),
+        (str(made["german"].id), "relates_to", "in"),
+    }
+    again = import_text(store_b, first, tmp_path)
+    assert (again.links.inserted, again.links.existing) == (0, 2)
+
+
+def test_a_link_may_come_before_its_entries_and_a_dangling_one_is_counted(
+    store_b: App, tmp_path: Path
+) -> None:
+    a, b, gone = (str(uuid.uuid4()) for _ in range(3))
+    text = "\n".join(
+        json.dumps(line)
+        for line in (
+            {"type": "link", "from_id": a, "relation": "Depends on", "to_id": b},
+            {"type": "link", "from_id": a, "relation": "part_of", "to_id": gone},
+            {"type": "link", "from_id": a, "relation": "loves", "to_id": b},
+            {"type": "link", "from_id": a, "relation": "relates_to", "to_id": a},
+            {"id": a, "text": "The task: write the links migration."},
+            {"id": b, "text": "The decision: links live in PostgreSQL."},
+        )
+    )
+    report = import_text(store_b, text, tmp_path)
+    assert (report.lines, report.inserted) == (4, 2)
+    assert (report.links.seen, report.links.inserted, report.links.dangling, report.links.dangling_first) == (
+        2,
+        1,
+        1,
+        [2],
+    )
+    assert [(err.line, err.message.split(":")[0]) for err in report.errors] == [(3, "relation"), (4, "to_id")]
+    owner = store_b.settings.owner
+    assert [(r.id, r.relation) for r in store_b.links.related(owner, a)] == [(b, "depends_on")]

@@ -135,12 +135,20 @@ def _summary(file: Path, report: ImportReport, noun: str) -> str:
         parts.append(f"{report.ids_derived} without id (given one from owner + text)")
     if report.duplicates:
         parts.append(f"{report.duplicates} repeated id-less lines skipped")
+    if report.links.seen:
+        links = report.links
+        text = f"links: {links.inserted} inserted, {links.existing} already there"
+        if links.dangling:
+            first = ", ".join(f"line {n}" for n in links.dangling_first)
+            text += f", {links.dangling} dangling (an end is no entry of that owner: {first})"
+        parts.append(text)
     parts.append(f"{len(report.errors)} bad")
     return f"{file}: {report.lines} {noun}: " + ", ".join(parts)
 
 
 def _relations_line(file: Path, counts: RelationCounts) -> str:
     text = f"{file}: {counts.seen} relations: {counts.stored} stored in their entities' metadata"
+    text += f", {counts.linked} linked"
     if counts.dangling:
         text += f", {counts.dangling} dangling (an end is no entity of the file; {counts.dropped} dropped)"
     if counts.duplicates:
@@ -169,6 +177,7 @@ def _summary_json(
         "without_vectors": report.without_vectors,
         "bad": len(report.errors),
         "rolled_back": report.rolled_back,
+        "links": asdict(report.links),
     }
     if relations is not None:
         out["relations"] = asdict(relations)

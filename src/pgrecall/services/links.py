@@ -74,7 +74,10 @@ class LinkService:
             raise NotFoundError(f"id: no entry {origin}")
         if found[origin]:
             raise NotFoundError(f"id: entry {origin} is deleted; restore it first")
-        seen = {origin}
+        # Every link to a new entry is listed (two relations to one entry are two rows); an entry
+        # reached at one depth is not listed again deeper, nor walked from twice.
+        reached = {origin}
+        listed: set[tuple[uuid.UUID, str, str, uuid.UUID]] = set()
         out: list[Related] = []
         frontier = [origin]
         for level in range(1, levels + 1):
@@ -83,11 +86,14 @@ class LinkService:
             rows = self.store.neighbours(owner, frontier, direction=way, relation=token, limit=limit)
             frontier = []
             for row in rows:
-                if row.id in seen or len(out) >= limit:
+                key = (row.id, row.relation, row.direction, row.via)
+                if row.id in reached or key in listed or len(out) >= limit:
                     continue
-                seen.add(row.id)
-                frontier.append(row.id)
+                listed.add(key)
                 out.append(_related(row, level))
+                if row.id not in frontier:
+                    frontier.append(row.id)
+            reached.update(frontier)
         return out
 
 

@@ -30,6 +30,7 @@ SELECT count(*) AS n FROM entries WHERE (%(owner)s::text IS NULL OR owner = %(ow
 SQL_EXPORT_ROWS = """
 SELECT id, owner, kind, source, title, body, tags, metadata, language::text AS language,
        detected_language, content_hash, version, created_at, updated_at, deleted_at,
+       expires_at, supersedes,
        CASE WHEN %(with_vectors)s THEN embedding::text END AS embedding,
        CASE WHEN %(with_vectors)s THEN embedding_model END AS embedding_model,
        CASE WHEN %(with_vectors)s THEN embedding_dim END AS embedding_dim
@@ -57,7 +58,9 @@ CREATE TEMP TABLE IF NOT EXISTS pgrecall_import (
     embedding       vector,
     embedding_model text,
     embedding_dim   integer,
-    detected_language text
+    detected_language text,
+    expires_at      timestamptz,
+    supersedes      uuid
 )
 """
 
@@ -80,6 +83,8 @@ STAGE_COLUMNS = (
     "embedding_model",
     "embedding_dim",
     "detected_language",
+    "expires_at",
+    "supersedes",
 )
 
 SQL_COPY_STAGE = f"COPY pgrecall_import ({', '.join(STAGE_COLUMNS)}) FROM STDIN"
@@ -92,10 +97,10 @@ SQL_TRUNCATE_STAGE = "TRUNCATE pgrecall_import"
 _SAME = """
 (
     (e.kind, e.source, e.title, e.body, e.tags, e.metadata, e.language, e.detected_language,
-     e.content_hash, e.deleted_at)
+     e.content_hash, e.deleted_at, e.expires_at, e.supersedes)
         IS NOT DISTINCT FROM
     (s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language, s.detected_language,
-     s.content_hash, s.deleted_at)
+     s.content_hash, s.deleted_at, s.expires_at, s.supersedes)
     AND (s.version IS NULL OR s.version = e.version)
     AND (s.created_at IS NULL OR s.created_at = e.created_at)
     AND (s.updated_at IS NULL OR s.updated_at = e.updated_at)
@@ -156,6 +161,8 @@ UPDATE entries AS e SET
     created_at = coalesce(s.created_at, e.created_at),
     updated_at = coalesce(s.updated_at, clock_timestamp()),
     deleted_at = s.deleted_at,
+    expires_at = s.expires_at,
+    supersedes = s.supersedes,
     embedding = CASE
         WHEN s.embedding_model IS NOT NULL THEN s.embedding
         WHEN s.content_hash = e.content_hash AND s.title IS NOT DISTINCT FROM e.title THEN e.embedding
@@ -176,13 +183,13 @@ WHERE e.owner = s.owner AND e.id = s.id AND NOT {_SAME} AND {_WINS}
 SQL_STAGE_INSERT = """
 INSERT INTO entries (owner, id, kind, source, title, body, tags, metadata, language, detected_language,
                      content_hash, version, created_at, updated_at, deleted_at,
-                     embedding, embedding_model, embedding_dim)
+                     embedding, embedding_model, embedding_dim, expires_at, supersedes)
 SELECT s.owner, s.id, s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language,
        s.detected_language, s.content_hash,
        coalesce(s.version, 1),
        coalesce(s.created_at, statement_timestamp()),
        coalesce(s.updated_at, s.created_at, statement_timestamp()),
-       s.deleted_at, s.embedding, s.embedding_model, s.embedding_dim
+       s.deleted_at, s.embedding, s.embedding_model, s.embedding_dim, s.expires_at, s.supersedes
 FROM pgrecall_import AS s
 WHERE NOT EXISTS (SELECT 1 FROM entries AS e WHERE e.owner = s.owner AND e.id = s.id)
 ON CONFLICT (owner, id) DO NOTHING
@@ -213,6 +220,8 @@ class StagedRow:
     embedding_model: str | None = None
     embedding_dim: int | None = None
     detected_language: str | None = None  # ISO code of an unstemmable language stored as 'simple'
+    expires_at: datetime | None = None
+    supersedes: uuid.UUID | None = None  # no check that it exists: it may come later in the file
 
 
 @dataclass(frozen=True)
@@ -280,6 +289,8 @@ class TransferStore:
                         r.embedding_model,
                         r.embedding_dim,
                         r.detected_language,
+                        r.expires_at,
+                        r.supersedes,
                     )
                 )
 

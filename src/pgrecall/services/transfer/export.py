@@ -6,6 +6,9 @@ metadata keys sorted; timestamps in UTC with microseconds (PostgreSQL's precisio
 `language` as the regconfig name, which is lossless ('simple' has no ISO code, and two
 codes map to 'norwegian'); vectors as the numbers pgvector prints.
 
+After each owner's entries come that owner's links, one `{"type": "link", …}` line each
+(services/transfer/links.py).
+
 Not exported: `tsv` (generated from the row) and idempotency keys (they guard a client's
 retries of one request, not the entry; an import leaves a stored key as it is).
 """
@@ -20,6 +23,7 @@ from typing import Any, TextIO
 import psycopg
 
 from pgrecall.store.transfer import TransferStore
+from pgrecall.store.transfer_links import export_links
 
 
 def utc_text(value: datetime | None) -> str | None:
@@ -62,6 +66,8 @@ def entry_record(row: dict[str, Any], *, with_vectors: bool) -> dict[str, Any]:
         "created_at": utc_text(row["created_at"]),
         "updated_at": utc_text(row["updated_at"]),
         "deleted_at": utc_text(row["deleted_at"]),
+        **({"expires_at": utc_text(row["expires_at"])} if row["expires_at"] else {}),
+        **({"supersedes": str(row["supersedes"])} if row["supersedes"] else {}),
     }
     if with_vectors:
         record["embedding_model"] = row["embedding_model"]
@@ -69,6 +75,22 @@ def entry_record(row: dict[str, Any], *, with_vectors: bool) -> dict[str, Any]:
         # pgvector prints the shortest decimal of each float4; parsed and re-dumped it stays the same.
         record["embedding"] = json.loads(row["embedding"]) if row["embedding"] is not None else None
     return record
+
+
+def link_records(conn: psycopg.Connection[dict[str, Any]], owner: str) -> list[dict[str, Any]]:
+    """The export lines of `owner`'s links (keys in a fixed order, the note only when set)."""
+    return [
+        {
+            "type": "link",
+            "owner": owner,
+            "from_id": str(row["from_id"]),
+            "relation": row["relation"],
+            "to_id": str(row["to_id"]),
+            **({"note": row["note"]} if row["note"] is not None else {}),
+            "created_at": utc_text(row["created_at"]),
+        }
+        for row in export_links(conn, owner)
+    ]
 
 
 def export_jsonl(
@@ -81,7 +103,7 @@ def export_jsonl(
     on_total: Callable[[int], object] | None = None,
     on_row: Callable[[], object] | None = None,
 ) -> int:
-    """Write every entry (of `owner`, or of all owners) to `out`; returns how many lines were written.
+    """Write every entry (of `owner` or of all owners), then its links, to `out`; returns entries written.
 
     Runs in one REPEATABLE READ, read-only transaction, so the file is one consistent
     snapshot even while other processes write.
@@ -98,5 +120,7 @@ def export_jsonl(
             written += 1
             if on_row is not None:
                 on_row()
+        for link in link_records(conn, each_owner):
+            out.write(dump_line(link) + "\n")
     conn.commit()
     return written

@@ -8,18 +8,18 @@ exported, or an ISO 639-1 code; absent → detected like any write; a code this 
 against the text when given), `version` and the timestamps (under the default --on-conflict
 newer, a line replaces a stored entry only with a higher version or a later updated_at; one
 without either is skipped and counted in `skipped_not_newer`), vectors (`embedding` with
-`embedding_model`; absent → pending, filled by `pgrecall reembed`).
+`embedding_model`; absent → pending, filled by `pgrecall reembed`), `expires_at` and
+`supersedes`. A line `{"type": "link", …}` is a link between two entries (services/transfer/links.py),
+applied once every entry line is in.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,9 @@ from pgrecall.domain.validation import (
     parse_id,
 )
 from pgrecall.errors import InvalidInputError, PgrecallError
+from pgrecall.services.transfer.fields import opt_id, opt_str, timestamp, vector, version
 from pgrecall.services.transfer.lines import LineError, read_jsonl
-from pgrecall.store.entries import vector_literal
+from pgrecall.services.transfer.links import LinkCounts, LinkLine, apply_links, is_link_line, parse_link
 from pgrecall.store.transfer import ConflictPolicy, MergeCounts, StagedRow, TransferStore
 
 FIELDS = (
@@ -57,13 +58,13 @@ FIELDS = (
     "created_at",
     "updated_at",
     "deleted_at",
+    "expires_at",
+    "supersedes",
     "embedding_model",
     "embedding_dim",
     "embedding",
 )
 MAX_OWNER_CHARS = 200
-MAX_MODEL_CHARS = 200
-MAX_VECTOR_DIM = 16_000
 # Ids of lines skipped as not newer, kept for the summary: enough to find them, not a list of all.
 MAX_REPORTED_IDS = 5
 # Fixed forever: changing it would give every id-less line a new id, and a re-import duplicates.
@@ -99,6 +100,7 @@ class ImportReport:
     without_vectors: int = 0
     rolled_back: bool = False
     errors: list[LineError] = field(default_factory=list)
+    links: LinkCounts = field(default_factory=LinkCounts)
 
     def add(self, counts: MergeCounts, lines: dict[tuple[str, uuid.UUID], int] | None = None) -> None:
         """Accumulate one merged batch; `lines` maps its (owner, id) pairs to their line numbers."""
@@ -114,52 +116,11 @@ class ImportReport:
         )
 
 
-def _opt_str(obj: dict[str, Any], name: str) -> str | None:
-    value = obj.get(name)
-    if value is not None and not isinstance(value, str):
-        raise InvalidInputError(name, f"must be a string or null, got {type(value).__name__}")
+def _supersedes(obj: dict[str, Any], ident: uuid.UUID | None) -> uuid.UUID | None:
+    value = opt_id(obj, "supersedes")
+    if value is not None and value == ident:
+        raise InvalidInputError("supersedes", "an entry cannot supersede itself")
     return value
-
-
-def _timestamp(obj: dict[str, Any], name: str) -> datetime | None:
-    value = obj.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInputError(name, "must be an ISO 8601 timestamp string or null")
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise InvalidInputError(name, f"not an ISO 8601 timestamp: {value[:60]!r}") from None
-    if parsed.tzinfo is None:
-        raise InvalidInputError(name, "needs a UTC offset (e.g. +00:00)")
-    return parsed
-
-
-def _version(obj: dict[str, Any]) -> int | None:
-    value = obj.get("version")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**31 - 1:
-        raise InvalidInputError("version", f"must be a positive integer, got {value!r}")
-    return value
-
-
-def _vector(obj: dict[str, Any]) -> tuple[str | None, str | None, int | None]:
-    values, model, dim = obj.get("embedding"), obj.get("embedding_model"), obj.get("embedding_dim")
-    if values is None:
-        if model is not None:
-            raise InvalidInputError("embedding_model", "is set but embedding is null")
-        return None, None, None
-    if not isinstance(values, list) or not 1 <= len(values) <= MAX_VECTOR_DIM:
-        raise InvalidInputError("embedding", f"must be a list of 1 to {MAX_VECTOR_DIM} numbers")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values):
-        raise InvalidInputError("embedding", "must hold only finite numbers")
-    if not isinstance(model, str) or not model.strip() or len(model) > MAX_MODEL_CHARS:
-        raise InvalidInputError("embedding_model", "is required with embedding (the model that made it)")
-    if dim is not None and dim != len(values):
-        raise InvalidInputError("embedding_dim", f"is {dim!r} but embedding has {len(values)} numbers")
-    return vector_literal(values), model, len(values)
 
 
 def derived_id(owner: str, digest: str) -> uuid.UUID:
@@ -193,6 +154,10 @@ class RecordValidator:
         self.detector = detector
         self.max_text_chars = max_text_chars
         self.default_owner = default_owner
+
+    def link(self, line: int, obj: dict[str, Any]) -> LinkLine:
+        """Validate a `{"type": "link", …}` line."""
+        return parse_link(line, obj, self._owner(obj))
 
     def _owner(self, obj: dict[str, Any]) -> str:
         value = obj.get("owner")
@@ -239,15 +204,15 @@ class RecordValidator:
         body = check_body(obj["text"], self.max_text_chars)
         owner = self._owner(obj)
         digest = content_hash(body)
-        title = check_title(_opt_str(obj, "title"))
+        title = check_title(opt_str(obj, "title"))
         tags = obj.get("tags")
         if tags is not None and not isinstance(tags, list):
             raise InvalidInputError("tags", "must be a list of strings")
-        kind = _opt_str(obj, "kind")
+        kind = opt_str(obj, "kind")
         given_hash = obj.get("content_hash")
         if given_hash is not None and given_hash != digest:
             raise InvalidInputError("content_hash", f"does not match the text (which hashes to {digest})")
-        embedding, model, dim = _vector(obj)
+        embedding, model, dim = vector(obj)
         language, detected_language = self._language(
             obj.get("language"), obj.get("detected_language"), title, body
         )
@@ -255,7 +220,7 @@ class RecordValidator:
             owner=owner,
             id=ident or derived_id(owner, digest),
             kind=check_kind(kind),
-            source=check_source(_opt_str(obj, "source")),
+            source=check_source(opt_str(obj, "source")),
             title=title,
             body=body,
             tags=check_tags(tags),
@@ -263,10 +228,12 @@ class RecordValidator:
             language=language,
             detected_language=detected_language,
             content_hash=digest,
-            version=_version(obj),
-            created_at=_timestamp(obj, "created_at"),
-            updated_at=_timestamp(obj, "updated_at"),
-            deleted_at=_timestamp(obj, "deleted_at"),
+            version=version(obj),
+            created_at=timestamp(obj, "created_at"),
+            updated_at=timestamp(obj, "updated_at"),
+            deleted_at=timestamp(obj, "deleted_at"),
+            expires_at=timestamp(obj, "expires_at"),
+            supersedes=_supersedes(obj, ident),
             embedding=embedding,
             embedding_model=model,
             embedding_dim=dim,
@@ -296,6 +263,7 @@ def run_import(
     derived: dict[tuple[str, bytes], bytes] = {}  # of the id-less lines: key → _row_digest
     batch: list[StagedRow] = []
     batch_lines: list[int] = []
+    links: list[LinkLine] = []
 
     def flush() -> None:
         if batch and not (options.atomic and report.errors):  # atomic + a bad line: it will roll back
@@ -324,6 +292,14 @@ def run_import(
             report.errors.append(item)
             continue
         try:
+            if is_link_line(item):
+                link = validator.link(line, item)
+                report.lines -= 1  # `lines` counts entry lines (and bad ones); good links: links.seen
+                if options.owner is not None and link.owner != options.owner:
+                    report.other_owner += 1
+                else:
+                    links.append(link)
+                continue
             row = validator.validate(item)
         except InvalidInputError as exc:
             report.errors.append(LineError(line, str(exc)))
@@ -358,12 +334,17 @@ def run_import(
         if len(batch) >= options.batch_size:
             flush()
     flush()
+    if links and not (options.atomic and report.errors):
+        report.links = apply_links(conn, links)  # every entry line is in: ends may come late in a file
+        if not options.atomic:
+            conn.commit()
     if options.atomic:
         if report.errors:
             conn.rollback()
             report.inserted = report.updated = report.unchanged = report.kept = report.without_vectors = 0
             report.skipped_not_newer = 0
             report.skipped_not_newer_first.clear()
+            report.links = LinkCounts(seen=len(links))
             report.rolled_back = True
         else:
             conn.commit()

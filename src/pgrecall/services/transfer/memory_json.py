@@ -11,9 +11,12 @@ Mapping, one pgrecall entry per entity (relations are not entries of their own):
 - kind: entityType folded to the kind token rule (lowercase ASCII; 'entity' if nothing is left);
   tags: [entityType] as written; source: 'mcp-server-memory';
 - metadata.mcp_memory: name, entityType, every relation touching the entity (sorted, without
-  repeats), and unknown keys of the entity line under `extra`; relations live only there until
-  pgrecall has links of its own. A relation with an end that is no entity of the file is kept
-  on the end that is one, dropped if neither is, and counted (RelationCounts) either way;
+  repeats), and unknown keys of the entity line under `extra`. A relation with an end that is
+  no entity of the file is kept on the end that is one, dropped if neither is, and counted
+  (RelationCounts) either way;
+- each distinct relation between two entities of the file also becomes a link (get_related):
+  its relationType as the relation when it is one of pgrecall's (case and spaces forgiven),
+  otherwise relates_to with the relationType in the link's note;
 - language detected like any write; vector pending until `pgrecall reembed` (or --reembed);
 - no version or timestamps, so nothing proves an entity newer than its stored entry: under the
   default --on-conflict newer a changed entity is skipped (counted as skipped_not_newer: the
@@ -28,12 +31,14 @@ import re
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from pgrecall.domain.links import DEFAULT_RELATION, check_relation
+from pgrecall.errors import InvalidInputError
 from pgrecall.services.transfer.importer import ImportOptions, ImportReport, RecordValidator, run_import
 from pgrecall.services.transfer.lines import LineError, read_jsonl
 
@@ -81,6 +86,7 @@ class RelationCounts:
     stored: int = 0
     dangling: int = 0
     dropped: int = 0
+    linked: int = 0  # distinct relations between two different entities of the file: made links
 
 
 @dataclass
@@ -133,6 +139,28 @@ def _record(entity: _Entity) -> dict[str, Any]:
     }
 
 
+def _link_line(rel: dict[str, str]) -> dict[str, Any]:
+    # The relation as a link line of the import format (services/transfer/links.py).
+    try:
+        relation, note = check_relation(rel["relationType"]), None
+    except InvalidInputError:
+        relation, note = DEFAULT_RELATION, f"memory relation: {rel['relationType'][:900]}"
+    line = {"type": "link", "from_id": str(entity_id(rel["from"])), "relation": relation}
+    return {**line, "to_id": str(entity_id(rel["to"])), **({"note": note} if note else {})}
+
+
+def _links(
+    entities: dict[str, _Entity], relations: list[tuple[int, dict[str, str]]]
+) -> list[tuple[int, Any]]:
+    first: dict[tuple[str, str, str], int] = {}
+    for line, rel in relations:
+        if rel["from"] in entities and rel["to"] in entities and rel["from"] != rel["to"]:
+            first.setdefault((rel["from"], rel["relationType"], rel["to"]), line)
+    return [
+        (line, _link_line({"from": f, "relationType": t, "to": to})) for (f, t, to), line in first.items()
+    ]
+
+
 def _attach(entities: dict[str, _Entity], relations: list[dict[str, str]]) -> RelationCounts:
     # Each distinct relation goes into the metadata of each of its ends that is an entity.
     distinct = list({(r["from"], r["relationType"], r["to"]): r for r in relations}.values())
@@ -159,7 +187,7 @@ def read_memory_json(path: Path, on_line: Callable[[], object] | None = None) ->
     itself accepts those): it is kept on the end that exists, and counted as dangling.
     """
     entities: dict[str, _Entity] = {}
-    relations: list[dict[str, str]] = []
+    relations: list[tuple[int, dict[str, str]]] = []
     errors: list[tuple[int, Any]] = []
     for line, obj in read_jsonl(path, on_line):
         if isinstance(obj, LineError):
@@ -182,11 +210,12 @@ def read_memory_json(path: Path, on_line: Callable[[], object] | None = None) ->
             else:
                 known.observations += [o for o in parsed.observations if o not in known.observations]
         else:
-            relations.append(parsed)
-    counts = _attach(entities, relations)
-    items = errors + [(e.line, _record(e)) for e in entities.values()]
+            relations.append((line, parsed))
+    counts = _attach(entities, [rel for _, rel in relations])
+    links = _links(entities, relations)
+    items = errors + [(e.line, _record(e)) for e in entities.values()] + links
     items.sort(key=lambda item: item[0])
-    return MemoryGraph(items=items, entities=len(entities), relations=counts)
+    return MemoryGraph(items=items, entities=len(entities), relations=replace(counts, linked=len(links)))
 
 
 def import_memory_json(
