@@ -565,6 +565,7 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
                 "diversify": FLAG,
                 "min_relevance": RELEVANCE,
                 "recency_half_life_days": HALF_LIFE,
+                "expand_related": FLAG,
             },
             ("query",),
         ),

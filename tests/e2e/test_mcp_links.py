@@ -156,3 +156,44 @@ async def test_another_owners_entry_is_not_found(two_owners: tuple[Runtime, Runt
         assert "no entry" in await call_error(alice, "get_related", id=theirs)
         assert "no entry" in await call_error(alice, "unlink_entries", from_id=theirs, to_id=mine)
         assert (await call(bob, "get_related", id=theirs))["related"] == []
+
+
+async def test_build_context_expand_related_adds_linked_entries_labelled(client: Client) -> None:
+    question = "How long are database backups kept?"
+    backups = await _add(
+        client,
+        "Database backups are kept for thirty days in cold storage. The nightly job copies every "
+        "database to the bucket at two o'clock, checks the copy, and deletes copies older than thirty "
+        "days; a weekly copy goes to a second region and is kept for a year.",
+        "Backups",
+    )
+    restore = await _add(client, "Restores take about two hours for the largest tenant.", "Restore drill")
+    policy = await _add(client, "Legal requires a copy of every invoice for ten years.", "Retention law")
+    stale = await _add(client, "Invoices older than a year move to the archive bucket.", "Archive v1")
+    await _add(client, "Knead the bread dough for ten minutes.", "Bread")
+    await call(client, "link_entries", from_id=restore, to_id=backups, relation="depends_on")
+    await call(client, "link_entries", from_id=backups, to_id=policy, relation="implements")
+    await call(client, "link_entries", from_id=backups, to_id=stale, relation="relates_to")
+    await call(client, "add_entry", text="Invoices older than two years move to archive.", supersedes=stale)
+
+    plain = await call(client, "build_context", query=question, top_k=1)
+    assert [c["id"] for c in plain["citations"]] == [backups]
+    assert all(c["linked"] is None for c in plain["citations"])
+
+    expanded = await call(client, "build_context", query=question, top_k=1, expand_related=True)
+    cited = {c["id"]: c for c in expanded["citations"]}
+    assert cited[backups]["label"] == "S1" and cited[backups]["linked"] is None
+    assert cited[restore]["linked"] == {"label": "S1", "relation": "depends_on", "direction": "in"}
+    assert cited[policy]["linked"] == {"label": "S1", "relation": "implements", "direction": "out"}
+    assert stale not in cited  # superseded: left out, as search leaves it out
+    restore_label = cited[restore]["label"]
+    assert f"[{restore_label}] Restore drill (linked: {restore_label} depends_on S1)" in expanded["context"]
+    assert f"(linked: S1 implements {cited[policy]['label']})" in expanded["context"]
+
+    budget = max(plain["total_tokens"] + 5, 50)  # room for the hit, not for a linked entry
+    tight = await call(
+        client, "build_context", query=question, top_k=1, expand_related=True, token_budget=budget
+    )
+    assert [c["id"] for c in tight["citations"]] == [backups]
+    assert {d["id"] for d in tight["dropped"]} >= {restore, policy}
+    assert tight["total_tokens"] <= budget

@@ -7,9 +7,18 @@ import pytest
 from mcp import Client
 
 from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
+from pgrecall.mcp.runtime import Runtime
 from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _scale_known(runtime: Runtime) -> None:
+    # A search never waits for the model's scale (it is measured in the background); these
+    # tests are about searches that have it.
+    assert runtime.app.search.warm_scale(wait=True) is not None
+
 
 ON_TOPIC = [
     "The backup job copies the Postgres database to the cold storage bucket every night at 02:00.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -93,3 +94,15 @@ def test_a_failing_embedder_leaves_the_search_without_a_scale(tmp_path: Path) ->
 
     assert ScaleCache(tmp_path).get(Down()) is None
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_search_never_waits_for_the_scale(tmp_path: Path) -> None:
+    toy = _Counting("toy:bg")
+    cache = ScaleCache(tmp_path)
+    assert cache.get(toy, wait=False) is None  # measured in the background meanwhile
+    for _ in range(1000):  # bounded: the toy measures in microseconds
+        found = cache.get(toy, wait=False)
+        if found is not None:
+            break
+        threading.Event().wait(0.01)
+    assert found is not None and toy.calls == 2

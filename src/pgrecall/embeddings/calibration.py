@@ -89,29 +89,50 @@ def measure(embedder: Embedder) -> ModelScale:
 
 
 class ScaleCache:
-    """One ModelScale per model, measured on first need and kept in `directory` across processes."""
+    """One ModelScale per model, measured once and kept in `directory` across processes.
+
+    A search never waits for the measurement: the pairs' passages go through the passage lane
+    of the model worker, which may be busy with someone's long text. A search asks without
+    waiting (`wait=False`): it gets the scale once known, else None (no absolute cap for that
+    search) and the measurement starts in the background. The server starts it when it opens.
+    """
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
         self._scales: dict[str, ModelScale] = {}
+        self._measuring: set[str] = set()
         self._lock = threading.Lock()
 
-    def get(self, embedder: Embedder) -> ModelScale | None:
-        """The embedder's scale; None when it cannot be measured now (the search goes on without it)."""
+    def get(self, embedder: Embedder, *, wait: bool = True) -> ModelScale | None:
+        """The embedder's scale; None when it is not known yet (`wait=False`) or cannot be measured."""
         model = embedder.model
         with self._lock:
-            if model in self._scales:
-                return self._scales[model]
-            scale = self._read(model)
-            if scale is None:
-                try:
-                    scale = measure(embedder)
-                except Exception:  # an embedder failure here must not fail the search
-                    log.warning("could not measure the model's cosine scale", exc_info=True)
-                    return None
-                self._write(scale)
-            self._scales[model] = scale
-            return scale
+            known = self._scales.get(model) or self._read(model)
+            if known is not None:
+                self._scales[model] = known
+                return known
+            if not wait:
+                if model not in self._measuring:
+                    self._measuring.add(model)
+                    threading.Thread(
+                        target=self._measure, args=(embedder,), name="pgrecall-scale", daemon=True
+                    ).start()
+                return None
+        return self._measure(embedder)
+
+    def _measure(self, embedder: Embedder) -> ModelScale | None:
+        try:
+            scale = measure(embedder)
+        except Exception:  # an embedder failure here must not fail a search
+            log.warning("could not measure the model's cosine scale", exc_info=True)
+            with self._lock:
+                self._measuring.discard(embedder.model)
+            return None
+        with self._lock:
+            self._scales[scale.model] = scale
+            self._measuring.discard(scale.model)
+        self._write(scale)
+        return scale
 
     def _path(self, model: str) -> Path | None:
         if self.directory is None:

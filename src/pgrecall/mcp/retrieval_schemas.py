@@ -108,6 +108,12 @@ class CitationOut(BaseModel):
     snippet: str = Field(description="Short excerpt.")
     section: str | None = Field(description="Section the block belongs to (when sections were asked for).")
     pinned: bool = Field(description="True when included because its hash was pinned.")
+    linked: dict[str, str] | None = Field(
+        default=None,
+        description="expand_related: not found by the search but linked to a cited entry: that entry's "
+        "label, the relation, and its direction (out: the cited entry links to this one; in: this one "
+        "links to it).",
+    )
 
 
 class DroppedOut(BaseModel):

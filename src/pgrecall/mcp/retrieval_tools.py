@@ -3,8 +3,10 @@
 # No `from __future__ import annotations`: the SDK evaluates tool signatures.
 
 from collections.abc import Callable
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
@@ -138,6 +140,16 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         diversify: p.Diversify = False,
         min_relevance: p.ContextMinRelevance = DEFAULT_CONTEXT_MIN_RELEVANCE,
         recency_half_life_days: p.RecencyHalfLife = None,
+        expand_related: Annotated[
+            bool,
+            Field(
+                description="Also cite live entries linked (link_entries) to the top 3 citations, after "
+                "them and only while the budget has room; each says how it is linked (`linked`). "
+                "Default false.",
+                json_schema_extra=p.OR_NULL,
+            ),
+            p.NULL_IS_DEFAULT,
+        ] = False,
     ) -> ContextOut:
         """Assemble the best entries as cited text blocks ([S1], [S2], …) within a token budget.
 
@@ -180,6 +192,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 request,
                 token_budget=token_budget,
                 sections=sections,
+                links=runtime.app.links.store if expand_related else None,
             )
             call.fields.update(
                 mode=mode,

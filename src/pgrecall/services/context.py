@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -11,8 +12,13 @@ from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
 from pgrecall.domain.text import snippet
 from pgrecall.domain.validation import MAX_QUERY_CHARS, check_budget, check_sections
 from pgrecall.services.retrieval import Ranked, RetrievalRequest, RetrievalService
+from pgrecall.store.entries import EntryStore
+from pgrecall.store.links import LinkStore
 
 SEPARATOR = "\n\n"
+# expand_related: neighbours of the first few citations only, and a bounded number of them.
+RELATED_FROM_TOP = 3
+RELATED_MAX = 20
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,8 @@ class Citation:
     snippet: str
     section: str | None
     pinned: bool
+    # expand_related: the cited entry this one is linked to (its label), how, and which way.
+    linked: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,70 @@ def render_block(label: str, ranked: Ranked) -> str:
     return f"{head}\n{entry.body}"
 
 
+def _link_note(label: str, other: str, relation: str, direction: str) -> str:
+    """How a linked block relates to the cited one: `S1 depends_on S4` reads as the link does."""
+    return f"{other} {relation} {label}" if direction == "out" else f"{label} {relation} {other}"
+
+
+def _expand_related(
+    links: LinkStore,
+    entries: EntryStore,
+    owner: str,
+    request: RetrievalRequest,
+    citations: list[Citation],
+    blocks: list[str],
+    used_ids: set[str],
+    token_budget: int,
+) -> list[Dropped]:
+    """Add live entries linked to the top citations while the budget has room (labelled as linked)."""
+    top = {c.id: c.label for c in citations[:RELATED_FROM_TOP]}
+    if not top:
+        return []
+    filters = request.options.filters
+    rows = links.neighbours(
+        owner,
+        [uuid.UUID(ident) for ident in top],
+        direction="both",
+        relation=None,
+        limit=RELATED_MAX,
+        current_only=not (filters.include_superseded or filters.include_expired),
+    )
+    dropped: list[Dropped] = []
+    for row in rows:
+        ident = str(row.id)
+        if ident in used_ids:
+            continue
+        used_ids.add(ident)
+        entry = entries.get(owner, row.id)
+        label = f"S{len(citations) + 1}"
+        note = _link_note(label, top[str(row.via)], row.relation, row.direction)
+        head = f"[{label}] {entry.title or '(untitled)'}" + (f" — {entry.source}" if entry.source else "")
+        block = f"{head} (linked: {note})\n{entry.body}"
+        tokens = estimate_tokens(block)
+        used = estimate_tokens(SEPARATOR.join(blocks)) if blocks else 0
+        if used + estimate_tokens(SEPARATOR) + tokens > token_budget:
+            dropped.append(
+                Dropped(ident, entry.content_hash, entry.title, tokens, "linked: budget exhausted", None)
+            )
+            continue
+        blocks.append(block)
+        link = {"label": top[str(row.via)], "relation": row.relation, "direction": row.direction}
+        citations.append(
+            Citation(
+                label,
+                ident,
+                entry.content_hash,
+                entry.source,
+                entry.title,
+                snippet(entry.body),
+                None,
+                False,
+                link,
+            )
+        )
+    return dropped
+
+
 def _section_query(section: str, query: str | None) -> str:
     """The section name, then the query, within the search text limit (the section survives a cut)."""
     if not query or not query.strip():
@@ -82,12 +154,15 @@ def build_context(
     *,
     token_budget: int = 4000,
     sections: Sequence[str] | None = None,
+    links: LinkStore | None = None,
 ) -> BuiltContext:
     """Retrieve (pins first), then fit whole entries, best first, into the budget.
 
     With sections, each section name is searched as a sub-topic of the query ("name: query"),
     gets an equal share of the budget, and lists its labels in `by_section`; an entry used by
-    an earlier section is not repeated. Pins go to the first section.
+    an earlier section is not repeated. Pins go to the first section. With `links`
+    (expand_related), entries linked to the top citations follow them while the budget has
+    room, each labelled with its link to the cited entry.
     """
     check_budget(token_budget)
     names = check_sections(sections)
@@ -161,6 +236,10 @@ def build_context(
             by_section[section] = labels
             if labels:
                 blocks.insert(len(blocks) - len(labels), header or "")
+    if links is not None:
+        dropped += _expand_related(
+            links, retrieval.store, owner, request, citations, blocks, used_ids, token_budget
+        )
     context = SEPARATOR.join(blocks)
     # Section headers and separators are counted per section; the whole may still round a
     # token over. The budget is a promise: take whole blocks off the end until it holds.

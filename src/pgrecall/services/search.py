@@ -265,7 +265,11 @@ class SearchService:
         return self.embedder.embed_queries([query])[0]
 
     def _model_scale(self) -> ModelScale | None:
-        return self.scales.get(self.embedder) if self.embedder is not None else None
+        return self.scales.get(self.embedder, wait=False) if self.embedder is not None else None
+
+    def warm_scale(self, *, wait: bool = False) -> ModelScale | None:
+        """Measure the embedder's cosine scale now (`wait`) or in the background, if not known yet."""
+        return self.scales.get(self.embedder, wait=wait) if self.embedder is not None else None
 
     @staticmethod
     def _hit(row: SearchRow, scale: BranchScale, model_scale: ModelScale | None) -> SearchHit:

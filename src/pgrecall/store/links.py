@@ -51,6 +51,11 @@ FROM (
 ) n
 JOIN entries e ON e.owner = %(owner)s AND e.id = n.id AND e.deleted_at IS NULL
 JOIN entries v ON v.owner = %(owner)s AND v.id = n.via AND v.deleted_at IS NULL
+-- current_only (build_context): neither expired nor superseded, as search leaves them out.
+WHERE NOT %(current_only)s
+   OR ((e.expires_at IS NULL OR e.expires_at > statement_timestamp())
+       AND NOT EXISTS (SELECT 1 FROM entries s
+                       WHERE s.owner = %(owner)s AND s.supersedes = e.id AND s.deleted_at IS NULL))
 ORDER BY n.created_at DESC, n.id, n.relation
 LIMIT %(limit)s
 """
@@ -115,6 +120,7 @@ class LinkStore:
         relation: str | None,
         limit: int,
         body_chars: int = 300,
+        current_only: bool = False,
     ) -> list[Neighbour]:
         """Live entries linked to any of `ids` (newest links first)."""
         params = {
@@ -125,6 +131,7 @@ class LinkStore:
             "relation": relation,
             "limit": limit,
             "body_chars": body_chars,
+            "current_only": current_only,
         }
         with owner_transaction(self.pool, owner) as conn:
             rows = conn.execute(SQL_NEIGHBOURS, params).fetchall()
