@@ -17,6 +17,7 @@ from pgrecall.mcp.runtime import Runtime, runtime_tool
 from pgrecall.mcp.schemas import (
     AddEntryResult,
     DeleteResult,
+    EntryDetailOut,
     EntryOut,
     EntrySummary,
     LanguageOut,
@@ -189,7 +190,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
             )
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)
-    async def get_entry(id: p.EntryId) -> EntryOut:
+    async def get_entry(id: p.EntryId) -> EntryDetailOut:
         """Fetch one entry with its full text and metadata (search returns only snippets).
 
         Also shows what is current: `supersedes_chain` (older entries it replaces) and
@@ -199,7 +200,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
             owner = current_owner()
             entry = await run_blocking(runtime.app.entries.get, owner, id)
             older, newer = await run_blocking(runtime.app.entries.chain, owner, entry.id)
-            return EntryOut.full(entry, runtime.active_model, chain=(older, newer))
+            return EntryDetailOut.detail(entry, runtime.active_model, (older, newer))
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def list_entries(

@@ -22,7 +22,7 @@ from pgrecall.mcp.notifications import (
     OwnerScopedBus,
 )
 from pgrecall.mcp.runtime import Runtime
-from pgrecall.mcp.schemas import EntryOut, StatsResult
+from pgrecall.mcp.schemas import EntryDetailOut, StatsResult
 
 T = TypeVar("T")
 JSON = "application/json"
@@ -146,4 +146,4 @@ def register_resources(
         owner = current_owner()
         found = await _read(runtime, lambda: runtime.app.entries.get(owner, id))
         chain = await _read(runtime, lambda: runtime.app.entries.chain(owner, found.id))
-        return _compact(EntryOut.full(found, runtime.active_model, chain=chain))
+        return _compact(EntryDetailOut.detail(found, runtime.active_model, chain))

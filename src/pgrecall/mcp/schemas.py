@@ -117,29 +117,35 @@ class EntryOut(EntrySummary):
 
     text: str = Field(description="The full text, exactly as stored.")
     metadata: dict[str, Any] = Field(description="Free-form JSON metadata.")
-    supersedes_chain: list[ChainLinkOut] | None = Field(
-        default=None, description="get_entry: the older entries this one replaces, nearest first."
+
+    @classmethod
+    def full(cls, entry: Entry, active_model: str | None) -> EntryOut:
+        """Full view of a stored entry."""
+        summary = EntrySummary.of(entry, active_model)
+        return cls(**summary.model_dump(), text=entry.body, metadata=entry.metadata)
+
+
+class EntryDetailOut(EntryOut):
+    """get_entry: an entry with its full text, metadata and supersedes chain."""
+
+    supersedes_chain: list[ChainLinkOut] = Field(
+        description="The older entries this one replaces, nearest first."
     )
-    superseded_by: list[ChainLinkOut] | None = Field(
-        default=None,
-        description="get_entry: the newer entries that replace this one, nearest first. A live one among "
-        "the direct ones (depth 1) makes this entry superseded.",
+    superseded_by: list[ChainLinkOut] = Field(
+        description="The newer entries that replace this one, nearest first. A live one among the direct "
+        "ones (depth 1) makes this entry superseded."
     )
 
     @classmethod
-    def full(
-        cls,
-        entry: Entry,
-        active_model: str | None,
-        chain: tuple[Sequence[ChainLink], Sequence[ChainLink]] | None = None,
-    ) -> EntryOut:
-        """Full view of a stored entry (with its supersedes chain when given)."""
-        summary = EntrySummary.of(entry, active_model)
-        out = cls(**summary.model_dump(), text=entry.body, metadata=entry.metadata)
-        if chain is not None:
-            out.supersedes_chain = [ChainLinkOut(**link.__dict__) for link in chain[0]]
-            out.superseded_by = [ChainLinkOut(**link.__dict__) for link in chain[1]]
-        return out
+    def detail(
+        cls, entry: Entry, active_model: str | None, chain: tuple[Sequence[ChainLink], Sequence[ChainLink]]
+    ) -> EntryDetailOut:
+        """Full view of a stored entry with its supersedes chain."""
+        return cls(
+            **EntryOut.full(entry, active_model).model_dump(),
+            supersedes_chain=[ChainLinkOut(**link.__dict__) for link in chain[0]],
+            superseded_by=[ChainLinkOut(**link.__dict__) for link in chain[1]],
+        )
 
 
 class SimilarEntry(BaseModel):
