@@ -100,7 +100,7 @@ def test_stats_follow_every_write(settings: Settings, db_url: str) -> None:
             conn.execute("SELECT pgrecall_lexical_compact()")
         assert mismatches(db_url) == (0, 0)
         with app.pool.connection() as conn:
-            conn.execute("TRUNCATE entries")
+            conn.execute("TRUNCATE entries, entry_links")  # links reference entries (migration 0010)
             left = conn.execute(
                 "SELECT (SELECT count(*) FROM lexical_df) + (SELECT count(*) FROM lexical_docs) AS n"
             )

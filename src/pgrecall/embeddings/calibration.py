@@ -94,7 +94,8 @@ class ScaleCache:
     A search never waits for the measurement: the pairs' passages go through the passage lane
     of the model worker, which may be busy with someone's long text. A search asks without
     waiting (`wait=False`): it gets the scale once known, else None (no absolute cap for that
-    search) and the measurement starts in the background. The server starts it when it opens.
+    search) and the measurement starts in the background, once per model and home (the first
+    search that has a query vector starts it; an embedder that is down starts nothing).
     """
 
     def __init__(self, directory: Path | None) -> None:

@@ -78,8 +78,6 @@ class Runtime:
         return self._app
 
     def _ready(self) -> None:
-        # The relevance floor's absolute scale, measured once per model (in the background).
-        self.app.search.warm_scale()
         self._reembed = self.app.background_reembed(
             on_pending=self.metrics.pending_vectors.set, interval_s=self.reembed_interval_s
         )

@@ -8,6 +8,7 @@ A link (from_id, relation, to_id) belongs to the owner of both entries: the fore
 on (owner, id), so a link can never join two owners' entries, and a purged entry takes its
 links with it. A soft-deleted entry keeps its links, hidden by the reads (they join live
 entries), so restoring the entry brings them back. Row-level security as in migration 0005.
+An operator emptying the store by hand now truncates both: `TRUNCATE entries, entry_links`.
 """
 
 from alembic import op
