@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import statistics
 import threading
@@ -162,7 +163,7 @@ class ScaleCache:
         }
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
+            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # writers never share one
             tmp.write_text(json.dumps(record), encoding="utf-8")
             tmp.replace(path)
         except OSError:

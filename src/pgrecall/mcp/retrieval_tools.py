@@ -64,7 +64,9 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         Ask in plain sentences; no language parameter is needed (each entry is matched in its own
         language). Results carry id, snippet and content_hash: call get_entry for full text, or
         build_context to get cited text blocks ready for an answer. Exact and near-duplicate
-        entries (> 80% word overlap) are collapsed to the best-ranked one.
+        entries (> 80% word overlap) are collapsed to the best-ranked one. Expired entries and
+        entries another live entry supersedes are left out unless include_expired /
+        include_superseded. No relevance floor unless min_relevance is given.
         """
         from pgrecall.services.retrieval import RetrievalRequest
         from pgrecall.services.search import SearchOptions
