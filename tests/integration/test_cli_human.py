@@ -249,7 +249,7 @@ def test_version_flag_completion_and_plain_help(env: dict[str, str]) -> None:
         shown = _ok(env, command, "--help")
         assert "<bool>" not in shown and "<str>" not in shown and "<int>" not in shown, shown
     listing = _ok(env, "list", "--help")
-    assert "Only entries of this kind" in listing and "Only entries with exactly this source" in listing
+    assert "Only entries of this kind" in listing and "Only entries with this source (any case)" in listing
 
 
 def _controlling_terminal() -> None:
@@ -336,3 +336,34 @@ def test_activity_and_tags_commands(env: dict[str, str]) -> None:
     found = json.loads(_ok(env, "tags", "--prefix", "activityc"))
     assert found == {"tags": [{"tag": "ActivityCheck", "entries": 1}], "truncated": False}
     assert "since: not understood" in _one_line_failure(env, "activity", "--since", "last week")
+
+
+def test_links_expiry_and_supersedes_on_the_command_line(env: dict[str, str]) -> None:
+    old = json.loads(_ok(env, "add", "The standup is at 09:15 in room Kepler.", "--title", "Standup v1"))
+    new = json.loads(
+        _ok(
+            env,
+            "add",
+            "The standup is at 09:30 in room Galilei.",
+            "--supersedes",
+            old["id"][-8:],
+            "--expires",
+            "30d",
+        )
+    )
+    assert new["supersedes"] == old["id"] and new["expires_at"] is not None
+    listed = {e["id"] for e in json.loads(_ok(env, "list", "--limit", "200"))["entries"]}
+    assert new["id"] in listed and old["id"] not in listed
+    every = {e["id"] for e in json.loads(_ok(env, "list", "--limit", "200", "--superseded"))["entries"]}
+    assert old["id"] in every
+
+    task = json.loads(_ok(env, "add", "Book room Galilei for the standup.", "--title", "Booking task"))
+    assert _ok(env, "link", task["id"][-8:], "depends on", new["id"]).startswith("linked ")
+    assert _ok(env, "link", task["id"], "depends_on", new["id"]).startswith("already linked ")
+    related = json.loads(_ok(env, "related", new["id"]))["related"]
+    assert [(r["id"], r["relation"], r["direction"]) for r in related] == [(task["id"], "depends_on", "in")]
+    assert "unknown relation" in _one_line_failure(env, "link", task["id"], "loves", new["id"])
+    assert _ok(env, "unlink", task["id"], new["id"]).strip() == "removed depends_on"
+    assert json.loads(_ok(env, "related", new["id"]))["related"] == []
+    cleared = json.loads(_ok(env, "update", new["id"], "--supersedes", "", "--expires", ""))
+    assert cleared["supersedes"] is None and cleared["expires_at"] is None

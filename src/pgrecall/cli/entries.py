@@ -80,6 +80,13 @@ def add(
         str | None, typer.Option(metavar="CODE", help="ISO 639-1 code; omit to detect.")
     ] = None,
     metadata: Annotated[str | None, typer.Option(metavar="JSON", help="A JSON object.")] = None,
+    expires: Annotated[
+        str | None,
+        typer.Option(metavar="WHEN", help="Stops being current then: an ISO 8601 time or a duration (30d)."),
+    ] = None,
+    supersedes: Annotated[
+        str | None, typer.Option(metavar="ID", help="An earlier entry this one replaces (id, start or end).")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Store one entry: on a terminal one line with its id, else (or with --json) the entry as JSON."""
@@ -87,9 +94,13 @@ def add(
 
     meta = _metadata(metadata)
     with open_app() as opened:
+        owner = opened.settings.owner
         try:
+            replaced = (
+                opened.entries.resolve_id(owner, supersedes, include_deleted=True) if supersedes else None
+            )
             written = opened.entries.add(
-                opened.settings.owner,
+                owner,
                 text=_read(text),
                 title=title,
                 tags=tag,
@@ -97,6 +108,8 @@ def add(
                 kind=kind,
                 metadata=meta,
                 language=language,
+                expires_at=expires,
+                supersedes=replaced,
             )
         except PgrecallError as exc:
             fail(str(exc))
@@ -127,7 +140,10 @@ def list_entries(
     ] = None,
     kind: Annotated[str | None, typer.Option(metavar="KIND", help="Only entries of this kind.")] = None,
     source: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="Only entries with exactly this source.")
+        str | None, typer.Option(metavar="TEXT", help="Only entries with this source (any case).")
+    ] = None,
+    source_prefix: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Only entries whose source starts with this.")
     ] = None,
     language: Annotated[
         str | None, typer.Option(metavar="CODE", help="Only entries in this language (ISO 639-1 code).")
@@ -138,13 +154,26 @@ def list_entries(
     deleted: Annotated[
         bool, typer.Option("--deleted", help="Include soft-deleted entries (marked †).")
     ] = False,
+    superseded: Annotated[
+        bool, typer.Option("--superseded", help="Include entries a live entry supersedes.")
+    ] = False,
+    expired: Annotated[bool, typer.Option("--expired", help="Include entries past their expiry.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """One page of entries, newest first: a table on a terminal, else JSON with the next page's cursor."""
     from pgrecall.domain.entries import EntryFilters
     from pgrecall.errors import PgrecallError
 
-    filters = EntryFilters(kind=kind, source=source, language=language, tags_all=tag, include_deleted=deleted)
+    filters = EntryFilters(
+        kind=kind,
+        source=source,
+        source_prefix=source_prefix,
+        language=language,
+        tags_all=tag,
+        include_deleted=deleted,
+        include_superseded=superseded,
+        include_expired=expired,
+    )
     with open_app() as opened:
         try:
             page = opened.entries.list(opened.settings.owner, filters, limit=limit, cursor=cursor)
@@ -185,6 +214,12 @@ def update(
         int | None,
         typer.Option(metavar="N", help="Only update if the entry is still at this version (else it fails)."),
     ] = None,
+    expires: Annotated[
+        str | None, typer.Option(metavar="WHEN", help='New expiry: ISO time or duration (30d); "" clears it.')
+    ] = None,
+    supersedes: Annotated[
+        str | None, typer.Option(metavar="ID", help='An earlier entry this one replaces; "" clears it.')
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Change an entry; only the given fields change. A new text or title re-embeds it."""
@@ -198,10 +233,16 @@ def update(
         extra["title"] = title
     if source is not None:
         extra["source"] = source
+    if expires is not None:
+        extra["expires_at"] = expires
     with open_app() as opened:
         owner = opened.settings.owner
         try:
             ident = opened.entries.resolve_id(owner, entry_id)
+            if supersedes is not None:
+                extra["supersedes"] = (
+                    opened.entries.resolve_id(owner, supersedes, include_deleted=True) if supersedes else ""
+                )
             written = opened.entries.update(
                 owner,
                 ident,

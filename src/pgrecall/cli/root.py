@@ -21,6 +21,7 @@ from pgrecall.cli import (
     db,
     entries,
     eval,
+    links,
     migrate,
     ops,
     search,
@@ -102,6 +103,7 @@ app.add_typer(tokens.app, name="token")
 entries.register(app)
 search.register(app)
 activity.register(app)
+links.register(app)
 ops.register(app)
 transfer.register(app)
 serve.register(app)

@@ -95,7 +95,10 @@ def search(
     ] = None,
     kind: Annotated[str | None, typer.Option(metavar="KIND", help="Only entries of this kind.")] = None,
     source: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="Only entries with exactly this source.")
+        str | None, typer.Option(metavar="TEXT", help="Only entries with this source (any case).")
+    ] = None,
+    source_prefix: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Only entries whose source starts with this.")
     ] = None,
     tag: Annotated[
         list[str] | None, typer.Option("--tag", metavar="TAG", help="Only entries with all these tags.")
@@ -110,8 +113,18 @@ def search(
     updated_before: Annotated[str | None, typer.Option(metavar="WHEN", help="Updated before.")] = None,
     min_score: Annotated[
         float | None,
-        typer.Option(metavar="COS", help="Minimum cosine similarity of the vector branch (-1..1)."),
+        typer.Option(metavar="COS", help="Minimum cosine similarity of every hit (-1..1)."),
     ] = None,
+    min_relevance: Annotated[
+        float | None, typer.Option(metavar="R", help="Leave out hits less relevant than this (0..1).")
+    ] = None,
+    recency_days: Annotated[
+        float | None, typer.Option(metavar="DAYS", help="Favour recent entries: the half-life in days.")
+    ] = None,
+    superseded: Annotated[
+        bool, typer.Option("--superseded", help="Include entries a live entry supersedes.")
+    ] = False,
+    expired: Annotated[bool, typer.Option("--expired", help="Include entries past their expiry.")] = False,
     pin: Annotated[
         list[str] | None,
         typer.Option("--pin", metavar="HASH", help="A content_hash to put first (repeatable, in order)."),
@@ -136,12 +149,15 @@ def search(
         language=language,
         kind=kind,
         source=source,
+        source_prefix=source_prefix,
         tags_all=tag,
         tags_any=any_tag,
         created_after=_moment("--created-after", created_after),
         created_before=_moment("--created-before", created_before),
         updated_after=_moment("--updated-after", updated_after),
         updated_before=_moment("--updated-before", updated_before),
+        include_superseded=superseded,
+        include_expired=expired,
     )
     request = RetrievalRequest(
         query=query,
@@ -149,7 +165,13 @@ def search(
         top_k=top_k,
         pinned_hashes=pin,
         diversify=diversify,
-        options=SearchOptions(mode=mode, filters=filters, min_similarity=min_score),
+        options=SearchOptions(
+            mode=mode,
+            filters=filters,
+            min_similarity=min_score,
+            min_relevance=min_relevance,
+            recency_half_life_days=recency_days,
+        ),
     )
     with open_app() as opened:
         try:
