@@ -19,14 +19,14 @@ def test_each_branch_relative_to_its_best() -> None:
     assert best.vector == 1.0 and best.lexical == 1.0 and best.overall == 1.0
     middle = relevance(0.85, 3.0, SCALE)
     assert middle.vector == pytest.approx(0.5) and middle.lexical == pytest.approx(0.25)
-    assert middle.overall == pytest.approx(0.5)
+    assert middle.overall == pytest.approx(0.5**0.5)  # the relative part counts with its square root
 
 
 def test_below_the_median_is_zero_and_a_branch_that_missed_is_none() -> None:
     low = relevance(0.70, None, SCALE)
     assert low.vector == 0.0 and low.lexical is None and low.overall == 0.0
     words_only = relevance(None, 6.0, SCALE)
-    assert words_only.vector is None and words_only.overall == pytest.approx(0.5)
+    assert words_only.vector is None and words_only.overall == pytest.approx(0.5**0.5)
     assert relevance(None, None, SCALE).overall == 0.0
 
 
@@ -43,7 +43,8 @@ def test_absolute_similarity_caps_the_branch_relevance() -> None:
     judged = relevance(0.82, 10.0, scale, absolute=0.2)
     assert (judged.vector, judged.lexical) == (1.0, 1.0) and judged.overall == 0.2
     assert relevance(0.82, None, scale, absolute=None).overall == 1.0
-    assert relevance(None, 5.0, scale, absolute=None).overall == 0.5
+    assert relevance(None, 5.0, scale, absolute=None).overall == pytest.approx(0.5**0.5)
+    assert relevance(None, 5.0, scale, absolute=0.3).overall == 0.3
 
 
 def test_model_scale_places_a_cosine_between_unrelated_and_related() -> None:

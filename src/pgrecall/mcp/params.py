@@ -252,11 +252,11 @@ MinScore = Annotated[
     ),
 ]
 _RELEVANCE_DOC = (
-    "Leave out hits less relevant than this (0..1). A hit's relevance is judged against the best hit "
-    "of each branch in the same search (vector: cosine above the candidates' median as a share of the "
-    "best's; words: BM25 as a share of the best's), at most its cosine on the model's own scale "
-    "(0 = as similar as a typical unrelated text, 1 = as a typical answer, measured once per model), "
-    "so it works with any model and a question nothing answers gets low relevance everywhere."
+    "Leave out hits less relevant than this (0..1). A hit's relevance is the square root of its "
+    "standing against the best hit of each branch in the same search (vector: cosine above the "
+    "candidates' median as a share of the best's; words: BM25 as a share of the best's), at most its "
+    "cosine on the model's own scale (0 = as similar as a typical unrelated text, 1 = as a typical "
+    "answer), so it works with any model and a question nothing answers gets low relevance everywhere."
 )
 MinRelevance = Annotated[
     float | None,

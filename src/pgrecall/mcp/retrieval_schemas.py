@@ -48,8 +48,8 @@ class ScoreBreakdown(BaseModel):
         "1 = as a typical answer; null without a cosine."
     )
     relevance: float = Field(
-        description="The higher of vector_relevance and lexical_relevance, at most absolute_relevance: "
-        "what min_relevance compares."
+        description="The square root of the higher of vector_relevance and lexical_relevance, at most "
+        "absolute_relevance: what min_relevance compares."
     )
 
     @classmethod
