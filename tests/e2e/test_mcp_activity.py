@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from mcp import Client
 
-from pgrecall.app import App
-from pgrecall.config import Settings
 from pgrecall.mcp.runtime import Runtime
 from pgrecall.mcp.server import create_server
 from tests.helpers.mcp_calls import call, call_error
@@ -101,15 +98,6 @@ async def test_list_tags_counts_live_entries_with_a_case_insensitive_prefix(clie
     assert [(t["tag"], t["entries"]) for t in by_prefix["tags"]] == [("Ops", 2)]
     one = await call(client, "list_tags", limit=1)
     assert len(one["tags"]) == 1 and one["truncated"] is True
-
-
-@pytest.fixture
-def two_owners(settings: Settings) -> Iterator[tuple[Runtime, Runtime]]:
-    with (
-        App(settings.model_copy(update={"owner": "alice"}), restricted=True) as alice,
-        App(settings.model_copy(update={"owner": "bob"}), restricted=True) as bob,
-    ):
-        yield Runtime(alice), Runtime(bob)
 
 
 async def test_an_owner_sees_only_their_own_activity_and_tags(two_owners: tuple[Runtime, Runtime]) -> None:

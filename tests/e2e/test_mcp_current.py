@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,8 +9,6 @@ import psycopg
 import pytest
 from mcp import Client
 
-from pgrecall.app import App
-from pgrecall.config import Settings
 from pgrecall.mcp.runtime import Runtime
 from pgrecall.mcp.server import create_server
 from tests.helpers.mcp_calls import call, call_error
@@ -126,15 +123,6 @@ async def test_an_entry_cannot_supersede_itself(client: Client) -> None:
     me = (await call(client, "add_entry", text="A note."))["id"]
     message = await call_error(client, "update_entry", id=me, supersedes=me)
     assert "supersedes" in message and "itself" in message
-
-
-@pytest.fixture
-def two_owners(settings: Settings) -> Iterator[tuple[Runtime, Runtime]]:
-    with (
-        App(settings.model_copy(update={"owner": "alice"}), restricted=True) as alice,
-        App(settings.model_copy(update={"owner": "bob"}), restricted=True) as bob,
-    ):
-        yield Runtime(alice), Runtime(bob)
 
 
 async def test_another_owners_entry_cannot_be_superseded(two_owners: tuple[Runtime, Runtime]) -> None:

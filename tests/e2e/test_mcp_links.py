@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from mcp import Client
 
-from pgrecall.app import App
-from pgrecall.config import Settings
 from pgrecall.mcp.runtime import Runtime
 from pgrecall.mcp.server import create_server
 from tests.helpers.mcp_calls import call, call_error
@@ -135,15 +131,6 @@ async def test_an_entry_cannot_link_to_itself(client: Client) -> None:
     assert "to_id" in message and "itself" in message
     assert "depth" in await call_error(client, "get_related", id=a, depth=3)
     assert "relation" in await call_error(client, "get_related", id=a, relation="loves")
-
-
-@pytest.fixture
-def two_owners(settings: Settings) -> Iterator[tuple[Runtime, Runtime]]:
-    with (
-        App(settings.model_copy(update={"owner": "alice"}), restricted=True) as alice,
-        App(settings.model_copy(update={"owner": "bob"}), restricted=True) as bob,
-    ):
-        yield Runtime(alice), Runtime(bob)
 
 
 async def test_another_owners_entry_is_not_found(two_owners: tuple[Runtime, Runtime]) -> None:

@@ -6,7 +6,6 @@ import json
 import re
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ResourceUpdatedNotification, TextResourceContents
 
-from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.mcp.runtime import Runtime
 from pgrecall.mcp.server import create_server
@@ -50,15 +48,6 @@ async def _read_error(client: Client, uri: str) -> str:
         await client.read_resource(uri)
     assert caught.value.error.code == INVALID_PARAMS, caught.value.error
     return caught.value.error.message
-
-
-@pytest.fixture
-def two_owners(settings: Settings) -> Iterator[tuple[Runtime, Runtime]]:
-    with (
-        App(settings.model_copy(update={"owner": "alice"}), restricted=True) as alice,
-        App(settings.model_copy(update={"owner": "bob"}), restricted=True) as bob,
-    ):
-        yield Runtime(alice), Runtime(bob)
 
 
 async def test_resources_and_the_entry_template_are_listed(client: Client) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import psycopg
 import pytest
 from mcp import Client
@@ -16,15 +14,6 @@ from pgrecall.mcp.server import create_server
 from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def two_owners(settings: Settings) -> Iterator[tuple[Runtime, Runtime]]:
-    with (
-        App(settings.model_copy(update={"owner": "alice"}), restricted=True) as alice,
-        App(settings.model_copy(update={"owner": "bob"}), restricted=True) as bob,
-    ):
-        yield Runtime(alice), Runtime(bob)
 
 
 async def test_no_tool_reaches_another_owners_entries(two_owners: tuple[Runtime, Runtime]) -> None:

@@ -27,6 +27,16 @@ def runtime(settings: Settings) -> Iterator[Runtime]:
 
 
 @pytest.fixture
+def two_owners(settings: Settings) -> Iterator[tuple[Runtime, Runtime]]:
+    """Two opened Apps of one database, for owners alice and bob, and their runtimes."""
+    with (
+        App(settings.model_copy(update={"owner": "alice"}), restricted=True) as alice,
+        App(settings.model_copy(update={"owner": "bob"}), restricted=True) as bob,
+    ):
+        yield Runtime(alice), Runtime(bob)
+
+
+@pytest.fixture
 async def client(runtime: Runtime) -> AsyncIterator[Client]:
     """An in-memory MCP client session to the server."""
     async with Client(create_server(runtime)) as session:
