@@ -22,22 +22,32 @@ _UNIT = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days
 _SINCE_RULE = "an ISO 8601 time (e.g. 2026-11-01T09:00:00Z) or a duration back from now: 30m, 24h, 7d, 2w"
 
 
-def parse_since(value: str, now: datetime) -> datetime:
-    """The start of a window: an ISO 8601 time (no offset = UTC) or a duration before `now`."""
+def time_or_span(value: object, field: str, rule: str) -> datetime | timedelta | None:
+    """An ISO 8601 time (no offset = UTC) or a span such as 30m, 24h, 7d, 2w; None when blank."""
     text = value.strip().lower() if isinstance(value, str) else ""
     if not text:
-        raise InvalidInputError("since", f"is required: {_SINCE_RULE}")
+        return None
     duration = _DURATION.fullmatch(text)
     if duration is not None:
-        span = int(duration.group(1)) * _UNIT[duration.group(2)]
-        if span > timedelta(days=MAX_WINDOW_DAYS):
-            raise InvalidInputError("since", f"at most {MAX_WINDOW_DAYS} days back")
-        return now - span
+        return int(duration.group(1)) * _UNIT[duration.group(2)]
+    assert isinstance(value, str)
     try:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise InvalidInputError("since", f"not understood ({value.strip()[:40]!r}): {_SINCE_RULE}") from None
+        raise InvalidInputError(field, f"not understood ({value.strip()[:40]!r}): {rule}") from None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def parse_since(value: str, now: datetime) -> datetime:
+    """The start of a window: an ISO 8601 time (no offset = UTC) or a duration before `now`."""
+    given = time_or_span(value, "since", _SINCE_RULE)
+    if given is None:
+        raise InvalidInputError("since", f"is required: {_SINCE_RULE}")
+    if isinstance(given, timedelta):
+        if given > timedelta(days=MAX_WINDOW_DAYS):
+            raise InvalidInputError("since", f"at most {MAX_WINDOW_DAYS} days back")
+        return now - given
+    return given
 
 
 def encode_activity_cursor(at: datetime, entry_id: uuid.UUID, change: str) -> str:

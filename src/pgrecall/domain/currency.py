@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from pgrecall.domain.activity import time_or_span
 from pgrecall.errors import InvalidInputError
 
 # How far a supersedes chain is followed (get_entry, the cycle check): chains are short in
@@ -13,40 +13,32 @@ from pgrecall.errors import InvalidInputError
 MAX_CHAIN_DEPTH = 50
 MAX_EXPIRY_YEARS = 100
 
-_DURATION = re.compile(r"(\d{1,6})\s*([mhdw])")
-_UNIT = {"m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 _EXPIRY_RULE = (
     'an ISO 8601 time (e.g. 2027-01-31T00:00:00Z) or a duration from now: 30m, 24h, 7d, 2w; "" clears it'
 )
+_MAX_AHEAD = timedelta(days=365 * MAX_EXPIRY_YEARS)
 
 
 def parse_expiry(value: str | datetime, now: datetime) -> datetime:
     """When an entry expires: an ISO 8601 time (no offset = UTC) or a duration after `now`."""
+    given: datetime | timedelta | None
     if isinstance(value, datetime):
-        moment = value
+        given = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     else:
-        text = value.strip().lower() if isinstance(value, str) else ""
-        if not text:
-            raise InvalidInputError("expires_at", f"must be {_EXPIRY_RULE}")
-        duration = _DURATION.fullmatch(text)
-        if duration is not None:
-            span = int(duration.group(1)) * _UNIT[duration.group(2)]
-            if span > timedelta(days=365 * MAX_EXPIRY_YEARS):
-                raise InvalidInputError("expires_at", f"at most {MAX_EXPIRY_YEARS} years ahead")
-            return now + span
-        try:
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-        except ValueError:
-            raise InvalidInputError(
-                "expires_at", f"not understood ({value.strip()[:40]!r}): {_EXPIRY_RULE}"
-            ) from None
-    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    try:
-        if moment - now > timedelta(days=365 * MAX_EXPIRY_YEARS):
+        given = time_or_span(value, "expires_at", _EXPIRY_RULE)
+    if given is None:
+        raise InvalidInputError("expires_at", f"must be {_EXPIRY_RULE}")
+    if isinstance(given, timedelta):
+        if given > _MAX_AHEAD:
             raise InvalidInputError("expires_at", f"at most {MAX_EXPIRY_YEARS} years ahead")
+        return now + given
+    try:
+        too_far = given - now > _MAX_AHEAD
     except OverflowError:
-        raise InvalidInputError("expires_at", f"at most {MAX_EXPIRY_YEARS} years ahead") from None
-    return moment
+        too_far = True
+    if too_far:
+        raise InvalidInputError("expires_at", f"at most {MAX_EXPIRY_YEARS} years ahead")
+    return given
 
 
 @dataclass(frozen=True)
