@@ -1,5 +1,7 @@
 """SQL of the entry store: constant text, bound parameters only."""
 
+from pgrecall.store.current_sql import not_expired, not_superseded
+
 # Columns every read returns: never the vector itself.
 COLUMNS = """
     id, owner, kind, source, title, body, tags, metadata, language::text AS language,
@@ -88,10 +90,8 @@ WHERE owner = %(owner)s
   AND (%(created_before)s::timestamptz IS NULL OR created_at < %(created_before)s)
   AND (%(updated_after)s::timestamptz IS NULL OR updated_at >= %(updated_after)s)
   AND (%(updated_before)s::timestamptz IS NULL OR updated_at < %(updated_before)s)
-  AND (%(include_expired)s OR expires_at IS NULL OR expires_at > statement_timestamp())
-  AND (%(include_superseded)s OR NOT EXISTS (
-           SELECT 1 FROM entries s
-           WHERE s.owner = %(owner)s AND s.supersedes = entries.id AND s.deleted_at IS NULL))
+  AND (%(include_expired)s OR {not_expired("entries")})
+  AND (%(include_superseded)s OR {not_superseded("entries")})
   AND (%(cursor_ts)s::timestamptz IS NULL OR (created_at, id) < (%(cursor_ts)s, %(cursor_id)s::uuid))
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s

@@ -11,6 +11,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from pgrecall.domain.links import Direction, Link
+from pgrecall.store.current_sql import not_expired, not_superseded
 from pgrecall.store.scope import owner_transaction
 
 # Which of the two ends exist for the owner, and whether they are live.
@@ -35,7 +36,7 @@ RETURNING relation
 
 # The neighbours of a set of entries, through links whose both ends are live (a deleted entry's
 # links are hidden, not removed: restoring it brings them back).
-SQL_NEIGHBOURS = """
+SQL_NEIGHBOURS = f"""
 SELECT n.id, n.relation, n.direction, n.via, n.note, e.title, left(e.body, %(body_chars)s) AS body,
        e.kind, e.content_hash
 FROM (
@@ -52,10 +53,7 @@ FROM (
 JOIN entries e ON e.owner = %(owner)s AND e.id = n.id AND e.deleted_at IS NULL
 JOIN entries v ON v.owner = %(owner)s AND v.id = n.via AND v.deleted_at IS NULL
 -- current_only (build_context): neither expired nor superseded, as search leaves them out.
-WHERE NOT %(current_only)s
-   OR ((e.expires_at IS NULL OR e.expires_at > statement_timestamp())
-       AND NOT EXISTS (SELECT 1 FROM entries s
-                       WHERE s.owner = %(owner)s AND s.supersedes = e.id AND s.deleted_at IS NULL))
+WHERE NOT %(current_only)s OR ({not_expired("e")} AND {not_superseded("e")})
 ORDER BY n.created_at DESC, n.id, n.relation
 LIMIT %(limit)s
 """

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pgrecall.store.current_sql import not_expired, not_superseded
+
 MAX_QUERY_TERMS = 32
 
 # Per-transaction knobs. ef_search bounds the HNSW walk's candidate list;
@@ -304,7 +306,6 @@ FILTER_SQL: dict[str, str] = {
 # What is current (migration 0009), joined in unless the caller includes such entries. Not
 # counted as filters for the HNSW knobs: they leave out few entries.
 CURRENT_SQL: dict[str, str] = {
-    "include_expired": "(e.expires_at IS NULL OR e.expires_at > statement_timestamp())",
-    "include_superseded": "NOT EXISTS (SELECT 1 FROM entries s WHERE s.owner = %(owner)s "
-    "AND s.supersedes = e.id AND s.deleted_at IS NULL)",
+    "include_expired": not_expired("e"),
+    "include_superseded": not_superseded("e"),
 }
