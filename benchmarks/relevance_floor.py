@@ -32,20 +32,15 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
-
-from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.embeddings import create_embedder
 from pgrecall.evaluation import runner
 from pgrecall.evaluation.dataset import load_dataset
-from pgrecall.evaluation.loader import isolated_database, load_corpus
-from pgrecall.evaluation.vectors import VectorCache
+from pgrecall.evaluation.pipeline import OWNER, loaded_store
 from pgrecall.services.context import build_context
 from pgrecall.services.retrieval import RetrievalRequest
 from pgrecall.services.search import SearchOptions
 
-OWNER = "eval"
 FLOORS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 DATA = Path(os.environ.get("PGRECALL_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
@@ -77,84 +72,64 @@ def measure(settings: Settings, name: str, floors: Sequence[float], foreign: str
     qrels = {q: {d for d, grade in dataset.qrels[q].items() if grade > 0} for q in queries}
     embedder = create_embedder(settings)
     per_floor: dict[str, Any] = {}
-    with (
-        VectorCache(settings.home, embedder.model, embedder.dim) as cache,
-        isolated_database(settings) as url,
-    ):
-        scoped = settings.model_copy(update={"database_url": SecretStr(url)})
-        with App(scoped, embedder=embedder, restricted=True) as app:
-            assert app.pool is not None
-            loaded = load_corpus(
-                dataset=dataset,
-                url=url,
-                pool=app.pool,
-                detector=app.detector,
-                embedder=embedder,
-                cache=cache,
-                owner=OWNER,
-                max_chars=settings.max_text_chars,
-                batch_size=settings.embedding_batch_size,
-                progress=True,
-            )
-            beir_of: Mapping[str, str] = loaded.beir_of
-            app.search.warm_scale(wait=True)  # searches never wait for it; here every one has it
-            curve: list[tuple[float, float]] = []
-            for floor in floors:
-                started = time.perf_counter()
-                cited_p, cited_r, cited_n, top_p, top_r, top_n = [], [], [], [], [], []
-                ranked_lists: list[tuple[list[str], set[str]]] = []
-                for qid, text in queries.items():
-                    options = SearchOptions(min_relevance=floor)
-                    built = build_context(
+    with loaded_store(settings, dataset, embedder) as (app, _, loaded):
+        beir_of: Mapping[str, str] = loaded.beir_of
+        app.search.warm_scale(wait=True)  # searches never wait for it; here every one has it
+        curve: list[tuple[float, float]] = []
+        for floor in floors:
+            started = time.perf_counter()
+            cited_p, cited_r, cited_n, top_p, top_r, top_n = [], [], [], [], [], []
+            ranked_lists: list[tuple[list[str], set[str]]] = []
+            for qid, text in queries.items():
+                options = SearchOptions(min_relevance=floor)
+                built = build_context(
+                    app.retrieval, OWNER, RetrievalRequest(query=text, top_k=10, options=options)
+                )
+                cited = [beir_of[c.id] for c in built.citations]
+                ranked_lists.append((cited, qrels[qid]))
+                p, r = _prf(cited, qrels[qid])
+                cited_p.append(p)
+                cited_r.append(r)
+                cited_n.append(len(cited))
+                found = app.retrieval.retrieve(OWNER, RetrievalRequest(query=text, top_k=10, options=options))
+                top = [beir_of[str(item.entry.id)] for item in found.items]
+                p, r = _prf(top, qrels[qid])
+                top_p.append(p)
+                top_r.append(r)
+                top_n.append(len(top))
+            off_cited = [
+                len(
+                    build_context(
                         app.retrieval, OWNER, RetrievalRequest(query=text, top_k=10, options=options)
-                    )
-                    cited = [beir_of[c.id] for c in built.citations]
-                    ranked_lists.append((cited, qrels[qid]))
-                    p, r = _prf(cited, qrels[qid])
-                    cited_p.append(p)
-                    cited_r.append(r)
-                    cited_n.append(len(cited))
-                    found = app.retrieval.retrieve(
-                        OWNER, RetrievalRequest(query=text, top_k=10, options=options)
-                    )
-                    top = [beir_of[str(item.entry.id)] for item in found.items]
-                    p, r = _prf(top, qrels[qid])
-                    top_p.append(p)
-                    top_r.append(r)
-                    top_n.append(len(top))
-                off_cited = [
-                    len(
-                        build_context(
-                            app.retrieval, OWNER, RetrievalRequest(query=text, top_k=10, options=options)
-                        ).citations
-                    )
-                    for text in off_topic.values()
-                ]
-                if not curve:  # no floor: what a fixed cut after the first k citations gives
-                    curve = _fixed_cut_curve(ranked_lists)
-                recall = _mean(cited_r)
-                cited_total = sum(len(cited) for cited, _ in ranked_lists)
-                relevant_cited = sum(sum(1 for d in cited if d in rel) for cited, rel in ranked_lists)
-                per_floor[str(floor)] = {
-                    "off_topic_cited_per_query": _mean(off_cited),
-                    "fixed_cut_precision_at_equal_recall": _precision_at(curve, recall),
-                    "cited": {
-                        "precision": _mean(cited_p),
-                        "recall": _mean(cited_r),
-                        "mean_count": _mean(cited_n),
-                        # Of all citations over all queries, the share that is relevant (a query
-                        # citing nothing adds nothing, where the per-query mean counts it as 0).
-                        "share_relevant": round(relevant_cited / cited_total, 4) if cited_total else 0.0,
-                        "queries_citing_nothing": sum(1 for cited, _ in ranked_lists if not cited),
-                    },
-                    "search_top10": {
-                        "precision": _mean(top_p),
-                        "recall": _mean(top_r),
-                        "mean_count": _mean(top_n),
-                    },
-                    "seconds": round(time.perf_counter() - started, 1),
-                }
-                print(f"{name} floor {floor}: {json.dumps(per_floor[str(floor)])}", file=sys.stderr)
+                    ).citations
+                )
+                for text in off_topic.values()
+            ]
+            if not curve:  # no floor: what a fixed cut after the first k citations gives
+                curve = _fixed_cut_curve(ranked_lists)
+            recall = _mean(cited_r)
+            cited_total = sum(len(cited) for cited, _ in ranked_lists)
+            relevant_cited = sum(sum(1 for d in cited if d in rel) for cited, rel in ranked_lists)
+            per_floor[str(floor)] = {
+                "off_topic_cited_per_query": _mean(off_cited),
+                "fixed_cut_precision_at_equal_recall": _precision_at(curve, recall),
+                "cited": {
+                    "precision": _mean(cited_p),
+                    "recall": _mean(cited_r),
+                    "mean_count": _mean(cited_n),
+                    # Of all citations over all queries, the share that is relevant (a query
+                    # citing nothing adds nothing, where the per-query mean counts it as 0).
+                    "share_relevant": round(relevant_cited / cited_total, 4) if cited_total else 0.0,
+                    "queries_citing_nothing": sum(1 for cited, _ in ranked_lists if not cited),
+                },
+                "search_top10": {
+                    "precision": _mean(top_p),
+                    "recall": _mean(top_r),
+                    "mean_count": _mean(top_n),
+                },
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+            print(f"{name} floor {floor}: {json.dumps(per_floor[str(floor)])}", file=sys.stderr)
     return {"queries": len(queries), "documents": len(dataset.docs), "floors": per_floor}
 
 

@@ -6,7 +6,8 @@ import hashlib
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib import metadata
@@ -24,8 +25,8 @@ from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.errors import InvalidInputError
 from pgrecall.evaluation import runner
-from pgrecall.evaluation.dataset import load_dataset
-from pgrecall.evaluation.loader import isolated_database, load_corpus
+from pgrecall.evaluation.dataset import BeirDataset, load_dataset
+from pgrecall.evaluation.loader import Loaded, isolated_database, load_corpus
 from pgrecall.evaluation.vectors import VectorCache
 from pgrecall.store.search import MAX_QUERY_TERMS, SQL_SEARCH
 
@@ -91,6 +92,42 @@ def _targets(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+@contextmanager
+def loaded_store(
+    settings: Settings,
+    dataset: BeirDataset,
+    embedder: Embedder,
+    *,
+    progress: bool = True,
+    on_database: Callable[[str], None] | None = None,
+) -> Iterator[tuple[App, Settings, Loaded]]:
+    """A fresh database holding `dataset` as OWNER's entries, opened as the MCP tools open it.
+
+    Yields the App (restricted: the server's row-level-security role), its settings and the
+    loaded corpus; the database is dropped on exit. Document vectors come from the vector cache.
+    """
+    with (
+        VectorCache(settings.home, embedder.model, embedder.dim) as cache,
+        isolated_database(settings, on_database) as url,
+    ):
+        scoped = settings.model_copy(update={"database_url": SecretStr(url)})
+        with App(scoped, embedder=embedder, restricted=True) as app:
+            assert app.pool is not None
+            loaded = load_corpus(
+                dataset=dataset,
+                url=url,
+                pool=app.pool,
+                detector=app.detector,
+                embedder=embedder,
+                cache=cache,
+                owner=OWNER,
+                max_chars=settings.max_text_chars,
+                batch_size=settings.embedding_batch_size,
+                progress=progress,
+            )
+            yield app, scoped, loaded
+
+
 def evaluate(
     settings: Settings,
     dataset_dir: Path | str,
@@ -112,31 +149,17 @@ def evaluate(
     qrels = {q: dataset.qrels[q] for q in clipped}
     active = embedder if embedder is not None else create_embedder(settings)
     runs: dict[str, runner.ModeRun] = {}
-    with (
-        VectorCache(settings.home, active.model, active.dim) as cache,
-        isolated_database(settings, on_database) as url,
+    with loaded_store(settings, dataset, active, progress=progress, on_database=on_database) as (
+        app,
+        scoped,
+        loaded,
     ):
-        scoped = settings.model_copy(update={"database_url": SecretStr(url)})
-        # restricted: the server's row-level-security role, as the MCP tools run.
-        with App(scoped, embedder=active, restricted=True) as app:
-            assert app.pool is not None
-            loaded = load_corpus(
-                dataset=dataset,
-                url=url,
-                pool=app.pool,
-                detector=app.detector,
-                embedder=active,
-                cache=cache,
-                owner=OWNER,
-                max_chars=settings.max_text_chars,
-                batch_size=settings.embedding_batch_size,
-                progress=progress,
-            )
-            server = _server_facts(app)
-            tuning = app.search.tuning
-            deep = runner.depth_service(scoped, app.pool, app.catalog, active, tuning)
-            for mode in modes:
-                runs[mode] = runner.run_mode(mode, app.search, deep, OWNER, clipped, loaded.beir_of, progress)
+        assert app.pool is not None
+        server = _server_facts(app)
+        tuning = app.search.tuning
+        deep = runner.depth_service(scoped, app.pool, app.catalog, active, tuning)
+        for mode in modes:
+            runs[mode] = runner.run_mode(mode, app.search, deep, OWNER, clipped, loaded.beir_of, progress)
     bm25_cfg = runner.bm25_settings(loaded.report.languages)
     bm25_top, bm25_ms = runner.bm25_run(
         [d.beir_id for d in loaded.docs], [d.embed_text for d in loaded.docs], clipped, bm25_cfg
