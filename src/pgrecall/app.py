@@ -27,6 +27,7 @@ from pgrecall.services.activity import ActivityService
 from pgrecall.services.citations import CitationService
 from pgrecall.services.duplicates import NearDuplicates
 from pgrecall.services.entries import EntryService
+from pgrecall.services.highlight import Highlighter
 from pgrecall.services.links import LinkService
 from pgrecall.services.maintenance.background import BackgroundReembed
 from pgrecall.services.maintenance.service import Maintenance
@@ -86,6 +87,7 @@ class App:
         self.duplicates: NearDuplicates
         self.citations: CitationService
         self.tokens: TokenService
+        self.highlighter: Highlighter
         self.activity: ActivityService
         self.links: LinkService
         self.maintenance: Maintenance
@@ -118,6 +120,7 @@ class App:
             self.duplicates = NearDuplicates(self.search, self.store)
             self.citations = CitationService(self.store)
             self.tokens = TokenService(self.pool)
+            self.highlighter = Highlighter(self.pool)
             self.activity = ActivityService(ActivityStore(self.pool))
             self.links = LinkService(LinkStore(self.pool))
             self.maintenance = Maintenance(

@@ -28,6 +28,7 @@ from pgrecall.cli import (
     serve,
     tokens,
     transfer,
+    ui,
 )
 
 # Shells complete `pgrecall`, whatever started us (`python -m pgrecall` would name itself otherwise).
@@ -109,6 +110,7 @@ transfer.register(app)
 serve.register(app)
 eval.register(app)
 bench.register(app)
+ui.register(app)
 
 
 def main() -> None:

@@ -135,6 +135,8 @@ def serve(
                 shown = f"[{host}]" if ":" in host else host
                 auth_base_url = f"http://{shown}:{port}"
         server = create_server(runtime, auth_base_url=auth_base_url)
+        if policy is not None:
+            _mount_ui(server, runtime, host, port, codes_allowed=auth_base_url is None)
         configure_logging(log_level)  # the SDK installs its own (rich) handler; ours writes JSON
         log.info(
             "serving",
@@ -161,6 +163,21 @@ def serve(
         runtime.stop()
         runtime.close()
         log.info("stopped")
+
+
+def _mount_ui(
+    server: MCPServer, runtime: Runtime, host: str, port: int, *, codes_allowed: bool
+) -> str | None:
+    """Serve the web page at /ui; without tokens, print a one-time sign-in link and return it."""
+    from pgrecall.web.routes import mount_ui
+
+    ui = mount_ui(server, runtime.app, codes_allowed=codes_allowed)
+    if not codes_allowed:
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    link = f"http://{shown}:{port}/ui/signin/once?code={ui.sessions.issue_code(runtime.settings.owner)}"
+    typer.echo(f"pgrecall: web page for owner {runtime.settings.owner}, sign in once at {link}", err=True)
+    return link
 
 
 def _serve_terminal(server: MCPServer) -> None:

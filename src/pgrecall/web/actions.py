@@ -1,0 +1,164 @@
+"""The requests that change something: sign in and out, edit, delete, restore.
+
+Every change is a POST carrying the session's CSRF token in the form; the owner is always the
+session's (from the token it signed in with), never a form field.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import Any
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
+
+from pgrecall.errors import InvalidInputError
+from pgrecall.web.forms import entry_edit
+from pgrecall.web.pages import entry_page
+from pgrecall.web.security import (
+    SESSION_COOKIE,
+    SIGNIN_COOKIE,
+    clear_cookie,
+    same_token,
+    session_id,
+    set_session_cookie,
+    set_signin_cookie,
+)
+from pgrecall.web.sessions import Session
+from pgrecall.web.ui import PageError, Ui, redirect, to_signin
+
+log = logging.getLogger(__name__)
+_MAX_TOKEN_CHARS = 512
+
+
+async def signin_form(ui: Ui, request: Request, *, status: int = 200, message: str | None = None) -> Response:
+    """The sign-in page: a field for a bearer token (from `pgrecall token create`)."""
+    if ui.session(request) is not None and message is None:
+        return redirect("/ui")
+    csrf = secrets.token_urlsafe(32)
+    response = ui.render(
+        "signin.html",
+        request,
+        None,
+        status=status,
+        message=message,
+        csrf=csrf,
+        codes_allowed=ui.codes_allowed,
+    )
+    set_signin_cookie(response, csrf)
+    return response
+
+
+async def signin(ui: Ui, request: Request) -> Response:
+    """Exchange a bearer token for a session cookie (the token itself is never stored in the browser)."""
+    form = await request.form()
+    if not same_token(form.get("csrf"), request.cookies.get(SIGNIN_COOKIE)):
+        return await signin_form(ui, request, status=403, message="The form expired; sign in again.")
+    token = form.get("token")
+    if not isinstance(token, str) or not token.strip() or len(token) > _MAX_TOKEN_CHARS:
+        return await signin_form(
+            ui, request, status=400, message="token: paste a token from pgrecall token create"
+        )
+    try:
+        owner = await ui.call(ui.app.tokens.owner_of, token.strip())
+    except PageError as exc:
+        return await signin_form(ui, request, status=exc.status, message=exc.message)
+    if owner is None:
+        log.warning("ui sign-in refused: unknown or revoked token")
+        return await signin_form(ui, request, status=401, message="That token is unknown or revoked.")
+    return _signed_in(ui.sessions.open(owner))
+
+
+def _signed_in(session: Session) -> Response:
+    response = redirect("/ui")
+    set_session_cookie(response, session)
+    clear_cookie(response, SIGNIN_COOKIE)
+    return response
+
+
+async def signin_once(ui: Ui, request: Request) -> Response:
+    """Open a session from a one-time code (printed by `pgrecall ui`); the code is spent at once."""
+    code = request.query_params.get("code", "")
+    owner = ui.sessions.redeem_code(code) if ui.codes_allowed and code else None
+    if owner is None:
+        return await signin_form(
+            ui, request, status=401, message="That sign-in link was used already or expired."
+        )
+    # A redirect at once: the code leaves the address bar and is never sent as a Referer.
+    return _signed_in(ui.sessions.open(owner))
+
+
+async def signout(ui: Ui, request: Request) -> Response:
+    """End the session (CSRF-checked: a foreign page cannot sign you out either)."""
+    session = ui.session(request)
+    form = await request.form()
+    if session is not None and same_token(form.get("csrf"), session.csrf):
+        ui.sessions.close(session_id(request))
+    response = redirect("/ui/signin")
+    clear_cookie(response, SESSION_COOKIE)
+    return response
+
+
+async def _checked(ui: Ui, request: Request) -> tuple[Session | None, FormData | None]:
+    session = ui.session(request)
+    if session is None:
+        return None, None
+    form = await request.form()
+    if not same_token(form.get("csrf"), session.csrf):
+        log.warning("ui change refused: missing or wrong CSRF token")
+        return session, None
+    return session, form
+
+
+async def _change(ui: Ui, request: Request, action: str) -> Response:
+    session, form = await _checked(ui, request)
+    if session is None:
+        return to_signin()
+    if form is None:
+        return ui.error(request, session, 403, "The form is stale or was not sent by this page; reload it.")
+    entry_id = request.path_params["entry_id"]
+    owner = session.owner
+    try:
+        if action == "edit":
+            edit = entry_edit(form)
+            changes: dict[str, Any] = {"title": edit.title, "tags": edit.tags}
+            if edit.kind is not None:
+                changes["kind"] = edit.kind
+            if edit.language is not None:
+                changes["language"] = edit.language
+            await ui.call(
+                ui.app.entries.update,
+                owner,
+                entry_id,
+                text=edit.text,
+                expected_version=edit.expected_version,
+                **changes,
+            )
+        elif action == "delete":
+            await ui.call(ui.app.entries.delete, owner, entry_id)
+        else:
+            await ui.call(ui.app.entries.restore, owner, entry_id)
+    except InvalidInputError as exc:
+        return await entry_page(ui, request, status=400, message=str(exc))
+    except PageError as exc:
+        if exc.status == 404:
+            return ui.error(request, session, 404, exc.message)
+        return await entry_page(ui, request, status=exc.status, message=exc.message)
+    return redirect(f"/ui/entry/{entry_id}?done={action}")
+
+
+async def edit(ui: Ui, request: Request) -> Response:
+    """Save the edit form (refused with 409 when someone changed the entry since it was opened)."""
+    return await _change(ui, request, "edit")
+
+
+async def delete(ui: Ui, request: Request) -> Response:
+    """Soft-delete the entry (restorable)."""
+    return await _change(ui, request, "delete")
+
+
+async def restore(ui: Ui, request: Request) -> Response:
+    """Restore a soft-deleted entry."""
+    return await _change(ui, request, "restore")

@@ -1,0 +1,131 @@
+"""What a page's query string or a submitted form asks for, checked and in the services' terms."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from pgrecall.domain.entries import EntryFilters
+from pgrecall.errors import InvalidInputError
+
+MODES = ("hybrid", "vector", "lexical")
+LIST_PAGE_SIZE = 25
+SEARCH_TOP_K = 10
+_MAX_FIELD_CHARS = 2000
+
+
+def _text(params: Mapping[str, Any], name: str) -> str | None:
+    value = params.get(name)
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    if len(value) > _MAX_FIELD_CHARS:
+        raise InvalidInputError(name, f"at most {_MAX_FIELD_CHARS} characters")
+    return value or None
+
+
+def _tags(params: Mapping[str, Any], name: str) -> list[str] | None:
+    raw = _text(params, name)
+    if raw is None:
+        return None
+    tags = [t.strip() for t in raw.split(",") if t.strip()]
+    return tags or None
+
+
+def _day(params: Mapping[str, Any], name: str, *, end_of_day: bool = False) -> datetime | None:
+    raw = _text(params, name)
+    if raw is None:
+        return None
+    try:
+        day = date.fromisoformat(raw)
+    except ValueError:
+        raise InvalidInputError(name, f"{raw!r} is not a date (YYYY-MM-DD)") from None
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    return start + timedelta(days=1) if end_of_day else start
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """The list page's filters and position, and the same as query-string pairs for links."""
+
+    filters: EntryFilters
+    cursor: str | None
+    echo: dict[str, str] = field(default_factory=dict)
+
+
+def list_query(params: Mapping[str, Any]) -> ListQuery:
+    """The list filters from a query string (kind, source, tags, language, from, to, deleted, cursor)."""
+    echo = {k: v for k in ("kind", "source", "tags", "language", "from", "to") if (v := _text(params, k))}
+    deleted = params.get("deleted") == "1"
+    if deleted:
+        echo["deleted"] = "1"
+    filters = EntryFilters(
+        kind=_text(params, "kind"),
+        source=_text(params, "source"),
+        tags_all=_tags(params, "tags"),
+        language=_text(params, "language"),
+        created_after=_day(params, "from"),
+        created_before=_day(params, "to", end_of_day=True),
+        include_deleted=deleted,
+    )
+    return ListQuery(filters, _text(params, "cursor"), echo)
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """The search page's question, mode and filters (query None: show the empty form)."""
+
+    query: str | None
+    mode: str
+    filters: EntryFilters
+    echo: dict[str, str]
+
+
+def search_query(params: Mapping[str, Any]) -> SearchQuery:
+    """The search form from a query string (q, mode, kind, source, tags, language)."""
+    mode = _text(params, "mode") or "hybrid"
+    if mode not in MODES:
+        raise InvalidInputError("mode", f"{mode!r} is not one of {', '.join(MODES)}")
+    echo = {k: v for k in ("q", "kind", "source", "tags", "language") if (v := _text(params, k))}
+    echo["mode"] = mode
+    filters = EntryFilters(
+        kind=_text(params, "kind"),
+        source=_text(params, "source"),
+        tags_all=_tags(params, "tags"),
+        language=_text(params, "language"),
+    )
+    return SearchQuery(_text(params, "q"), mode, filters, echo)
+
+
+@dataclass(frozen=True)
+class EntryEdit:
+    """The fields an edit form changes, and the version the editor saw."""
+
+    text: str
+    title: str
+    tags: list[str]
+    kind: str | None
+    language: str | None
+    expected_version: int
+
+
+def entry_edit(form: Mapping[str, Any]) -> EntryEdit:
+    """The edit form (text, title, tags, kind, language, expected_version)."""
+    text = form.get("text")
+    if not isinstance(text, str):
+        raise InvalidInputError("text", "is required")
+    raw_version = form.get("expected_version")
+    if not isinstance(raw_version, str) or not raw_version.isdigit():
+        raise InvalidInputError("expected_version", "is required (the version the form was opened at)")
+    title = form.get("title")
+    return EntryEdit(
+        # Browsers send textarea line breaks as CRLF; the services normalize whitespace anyway.
+        text=text.replace("\r\n", "\n"),
+        title=title.strip() if isinstance(title, str) else "",
+        tags=_tags(form, "tags") or [],
+        kind=_text(form, "kind"),
+        language=_text(form, "language"),
+        expected_version=int(raw_version),
+    )

@@ -1,0 +1,191 @@
+"""The pages that show: dashboard, list, search with explained scores, one entry."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from pgrecall.domain.language import Resolved
+from pgrecall.domain.text import snippet
+from pgrecall.services.highlight import Piece
+from pgrecall.services.retrieval import Ranked, RetrievalRequest
+from pgrecall.services.search import ScoreBreakdown, SearchOptions
+from pgrecall.web.forms import LIST_PAGE_SIZE, MODES, SEARCH_TOP_K, list_query, search_query
+from pgrecall.web.ui import PageError, Ui, to_signin
+
+CHART_WIDTH = 240  # px of the widest fused score's bar
+RECENT_ON_DASHBOARD = 15
+
+
+@dataclass(frozen=True)
+class ShownHit:
+    """One search result as the page draws it: pieces of its snippet and its bar lengths."""
+
+    rank: int
+    ranked: Ranked
+    pieces: list[Piece]
+    breakdown: ScoreBreakdown | None
+    vector_px: int
+    lexical_px: int
+    recency_px: int
+
+
+def _shown_hits(ui: Ui, items: list[Ranked], highlighted: list[list[Piece]]) -> list[ShownHit]:
+    widest = max((r.hit.breakdown.fused for r in items if r.hit is not None), default=0.0) or 1.0
+
+    def px(value: float) -> int:
+        return round(CHART_WIDTH * value / widest)
+
+    shown = []
+    for rank, (ranked, pieces) in enumerate(zip(items, highlighted, strict=True), start=1):
+        b = ranked.hit.breakdown if ranked.hit is not None else None
+        shown.append(
+            ShownHit(
+                rank=rank,
+                ranked=ranked,
+                pieces=pieces,
+                breakdown=b,
+                vector_px=px(b.vector_rrf) if b else 0,
+                lexical_px=px(b.lexical_rrf) if b else 0,
+                recency_px=px(b.recency) if b else 0,
+            )
+        )
+    return shown
+
+
+def language_how(language: Resolved) -> str:
+    """How an entry's stemming language came about, as far as the stored entry tells."""
+    if language.detected is not None:
+        return f"recognised as {language.detected}, which this server cannot stem: stored unstemmed"
+    if language.regconfig == "simple":
+        return "not stemmed: given as simple, or too short or unsure to detect"
+    return f"stemmed as {language.regconfig}: given by the writer or detected from the text"
+
+
+async def dashboard(ui: Ui, request: Request) -> Response:
+    """Entries by language and kind, pending vectors, and what changed lately."""
+    session = ui.session(request)
+    if session is None:
+        return to_signin()
+    try:
+        stats = await ui.call(ui.app.entries.stats, session.owner)
+        recent = await ui.call(ui.app.activity.recent, session.owner, RECENT_ON_DASHBOARD)
+    except PageError as exc:
+        return ui.error(request, session, exc.status, exc.message)
+    widest = max([*stats.by_language.values(), *stats.by_kind.values(), 1])
+    return ui.render(
+        "dashboard.html",
+        request,
+        session,
+        stats=stats,
+        recent=recent,
+        bar=lambda n: max(2, round(CHART_WIDTH * n / widest)),
+    )
+
+
+async def entry_list(ui: Ui, request: Request) -> Response:
+    """Entries newest first, with filters and keyset paging."""
+    session = ui.session(request)
+    if session is None:
+        return to_signin()
+    try:
+        asked = list_query(request.query_params)
+        page = await ui.call(
+            ui.app.entries.list, session.owner, asked.filters, limit=LIST_PAGE_SIZE, cursor=asked.cursor
+        )
+    except (PageError, ValueError) as exc:
+        status, message = (exc.status, exc.message) if isinstance(exc, PageError) else (400, str(exc))
+        return ui.error(request, session, status, message)
+    next_url = (
+        f"/ui/entries?{urlencode(asked.echo | {'cursor': page.next_cursor})}" if page.next_cursor else None
+    )
+    return ui.render(
+        "list.html",
+        request,
+        session,
+        entries=page.entries,
+        asked=asked.echo,
+        next_url=next_url,
+        first_url=f"/ui/entries?{urlencode(asked.echo)}" if asked.cursor else None,
+        languages=ui.app.catalog.supported_codes(),
+        snippet=snippet,
+    )
+
+
+async def search_page(ui: Ui, request: Request) -> Response:
+    """The search form and, with a question, its ranked hits with their score breakdowns."""
+    session = ui.session(request)
+    if session is None:
+        return to_signin()
+    try:
+        asked = search_query(request.query_params)
+        hits: list[ShownHit] = []
+        degraded_reason = None
+        if asked.query is not None:
+            request_ = RetrievalRequest(
+                query=asked.query,
+                top_k=SEARCH_TOP_K,
+                options=SearchOptions(mode=asked.mode, filters=asked.filters),
+            )
+            result = await ui.call(ui.app.retrieval.retrieve, session.owner, request_)
+            degraded_reason = result.degraded_reason
+            rows = [
+                (
+                    r.hit.snippet if r.hit is not None else snippet(r.entry.body),
+                    (r.hit.breakdown.regconfig if r.hit is not None else None) or r.entry.language,
+                    r.hit.breakdown.matched_terms if r.hit is not None else [],
+                )
+                for r in result.items
+            ]
+            highlighted = await ui.call(ui.app.highlighter.pieces, rows)
+            hits = _shown_hits(ui, result.items, highlighted)
+    except (PageError, ValueError) as exc:
+        status, message = (exc.status, exc.message) if isinstance(exc, PageError) else (400, str(exc))
+        return ui.error(request, session, status, message)
+    return ui.render(
+        "search.html",
+        request,
+        session,
+        asked=asked.echo,
+        searched=asked.query is not None,
+        hits=hits,
+        modes=MODES,
+        degraded_reason=degraded_reason,
+        languages=ui.app.catalog.supported_codes(),
+        chart_width=CHART_WIDTH,
+    )
+
+
+async def entry_page(ui: Ui, request: Request, *, status: int = 200, message: str | None = None) -> Response:
+    """One entry: full text, metadata, language, hash, versions, links, supersede chain, edit form."""
+    session = ui.session(request)
+    if session is None:
+        return to_signin()
+    entry_id = request.path_params["entry_id"]
+    try:
+        entry = await ui.call(ui.app.entries.get, session.owner, entry_id, include_deleted=True)
+        older, newer = await ui.call(ui.app.entries.chain, session.owner, entry.id)
+        related = [] if entry.deleted else await ui.call(ui.app.links.related, session.owner, entry.id)
+    except PageError as exc:
+        return ui.error(request, session, exc.status, exc.message)
+    kept = ui.app.entries.as_kept(entry)
+    return ui.render(
+        "entry.html",
+        request,
+        session,
+        status=status,
+        message=message,
+        entry=entry,
+        language=kept.language,
+        language_how=language_how(kept.language),
+        metadata=json.dumps(entry.metadata, ensure_ascii=False, indent=2, sort_keys=True),
+        older=older,
+        newer=newer,
+        related=related,
+        languages=ui.app.catalog.supported_codes(),
+        vector_pending=kept.vector_pending,
+    )
