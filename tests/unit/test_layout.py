@@ -20,6 +20,7 @@ LAYERS = {
     "services": 3,
     "app": 4,
     "mcp": 5,
+    "web": 5,
     "cli": 6,
     "evaluation": 6,
 }

@@ -38,6 +38,9 @@ class Entry:
     expires_at: datetime | None = None
     # An earlier entry this one replaces (left out by default while this one is live).
     supersedes: uuid.UUID | None = None
+    # How the language was chosen (explicit, detected, default, unsupported); None: not recorded.
+    language_how: str | None = None
+    language_confidence: float | None = None
 
     @property
     def deleted(self) -> bool:
@@ -74,6 +77,8 @@ class NewEntry:
     embedding_model: str | None = None
     idempotency_key: str | None = None
     detected_language: str | None = None  # see Entry.detected_language
+    language_how: str | None = None  # see Entry.language_how
+    language_confidence: float | None = None
     expires_at: datetime | None = None
     supersedes: uuid.UUID | None = None
 
@@ -93,6 +98,8 @@ class EntryChanges:
     metadata: dict[str, Any] | None = None
     language: str | None = None
     detected_language: str | None = None  # written together with `language`, never alone
+    language_how: str | None = None  # so are these two
+    language_confidence: float | None = None
     reset_embedding: bool = False
     embedding: Sequence[float] | None = None
     embedding_model: str | None = None

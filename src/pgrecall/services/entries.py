@@ -161,6 +161,8 @@ class EntryService:
             metadata=check_metadata(metadata),
             idempotency_key=key,
             detected_language=resolved.detected,
+            language_how=resolved.how,
+            language_confidence=resolved.confidence,
             expires_at=expiry,
             supersedes=replaced,
         )
@@ -272,6 +274,8 @@ class EntryService:
             metadata=check_metadata(metadata) if metadata is not None else None,
             language=resolved.regconfig if resolved is not None else None,
             detected_language=resolved.detected if resolved is not None else None,
+            language_how=resolved.how if resolved is not None else None,
+            language_confidence=resolved.confidence if resolved is not None else None,
             reset_embedding=text_changed,
             embedding=vector,
             embedding_model=self.embedder.model if vector is not None and self.embedder is not None else None,

@@ -88,6 +88,8 @@ def _insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
         "embedding_dim": len(new.embedding) if new.embedding is not None else None,
         "idempotency_key": new.idempotency_key,
         "detected_language": new.detected_language,
+        "language_how": new.language_how,
+        "language_confidence": new.language_confidence,
         "expires_at": new.expires_at,
         "supersedes": new.supersedes,
     }
@@ -198,6 +200,8 @@ class EntryStore:
             "metadata": Jsonb(changes.metadata) if changes.metadata is not None else None,
             "language": changes.language,
             "detected_language": changes.detected_language,
+            "language_how": changes.language_how,
+            "language_confidence": changes.language_confidence,
             "content_hash": changes.content_hash,
             "reset_embedding": changes.reset_embedding,
             "embedding": vector,

@@ -6,7 +6,7 @@ from pgrecall.store.current_sql import not_expired, not_superseded
 COLUMNS = """
     id, owner, kind, source, title, body, tags, metadata, language::text AS language,
     content_hash, version, created_at, updated_at, deleted_at, embedding_model, embedding_dim,
-    detected_language, expires_at, supersedes
+    detected_language, expires_at, supersedes, language_how, language_confidence
 """
 
 # ON CONFLICT makes a repeated idempotency key a no-op even when two servers race
@@ -14,10 +14,11 @@ COLUMNS = """
 SQL_INSERT = f"""
 INSERT INTO entries (owner, kind, source, title, body, tags, metadata, language, content_hash,
                      embedding, embedding_model, embedding_dim, idempotency_key, detected_language,
-                     expires_at, supersedes)
+                     expires_at, supersedes, language_how, language_confidence)
 VALUES (%(owner)s, %(kind)s, %(source)s, %(title)s, %(body)s, %(tags)s, %(metadata)s,
         %(language)s::regconfig, %(content_hash)s, %(embedding)s::vector, %(embedding_model)s,
-        %(embedding_dim)s, %(idempotency_key)s, %(detected_language)s, %(expires_at)s, %(supersedes)s)
+        %(embedding_dim)s, %(idempotency_key)s, %(detected_language)s, %(expires_at)s, %(supersedes)s,
+        %(language_how)s, %(language_confidence)s)
 ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING {COLUMNS}
 """
@@ -48,6 +49,9 @@ UPDATE entries SET
     language = COALESCE(%(language)s::regconfig, language),
     detected_language = CASE WHEN %(language)s::regconfig IS NULL THEN detected_language
                              ELSE %(detected_language)s END,
+    language_how = CASE WHEN %(language)s::regconfig IS NULL THEN language_how ELSE %(language_how)s END,
+    language_confidence = CASE WHEN %(language)s::regconfig IS NULL THEN language_confidence
+                               ELSE %(language_confidence)s::real END,
     content_hash = COALESCE(%(content_hash)s, content_hash),
     embedding = CASE WHEN %(reset_embedding)s THEN %(embedding)s::vector ELSE embedding END,
     embedding_model = CASE WHEN %(reset_embedding)s THEN %(embedding_model)s ELSE embedding_model END,

