@@ -123,6 +123,13 @@ async def test_changes_need_the_csrf_token_and_the_version_seen(
                     == 403
                 )
                 assert ui.post(f"/ui/entry/{added['id']}/delete", data={"csrf": "forged"}).status_code == 403
+                # A page elsewhere posting to us is refused before any route sees it.
+                foreign = ui.post(
+                    f"/ui/entry/{added['id']}/delete",
+                    data={"csrf": fields["csrf"]},
+                    headers={"Origin": "http://evil.example"},
+                )
+                assert foreign.status_code == 403
                 assert (await call(mcp, "get_entry", id=added["id"]))["version"] == 1
                 saved = ui.post(f"/ui/entry/{added['id']}/edit", data=edit | {"csrf": fields["csrf"]})
                 assert saved.status_code == 303
