@@ -10,13 +10,12 @@ import logging
 import secrets
 from typing import Any
 
-from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
 
 from pgrecall.errors import InvalidInputError
 from pgrecall.web.forms import entry_edit
-from pgrecall.web.pages import entry_page
+from pgrecall.web.pages import show_entry
 from pgrecall.web.security import (
     SESSION_COOKIE,
     SIGNIN_COOKIE,
@@ -27,7 +26,7 @@ from pgrecall.web.security import (
     set_signin_cookie,
 )
 from pgrecall.web.sessions import Session
-from pgrecall.web.ui import PageError, Ui, redirect, to_signin
+from pgrecall.web.ui import PageError, Ui, redirect, signed_in
 
 log = logging.getLogger(__name__)
 _MAX_TOKEN_CHARS = 512
@@ -68,10 +67,10 @@ async def signin(ui: Ui, request: Request) -> Response:
     if owner is None:
         log.warning("ui sign-in refused: unknown or revoked token")
         return await signin_form(ui, request, status=401, message="That token is unknown or revoked.")
-    return _signed_in(ui.sessions.open(owner))
+    return _with_session_cookie(ui.sessions.open(owner))
 
 
-def _signed_in(session: Session) -> Response:
+def _with_session_cookie(session: Session) -> Response:
     response = redirect("/ui")
     set_session_cookie(response, session)
     clear_cookie(response, SIGNIN_COOKIE)
@@ -87,7 +86,7 @@ async def signin_once(ui: Ui, request: Request) -> Response:
             ui, request, status=401, message="That sign-in link was used already or expired."
         )
     # A redirect at once: the code leaves the address bar and is never sent as a Referer.
-    return _signed_in(ui.sessions.open(owner))
+    return _with_session_cookie(ui.sessions.open(owner))
 
 
 async def signout(ui: Ui, request: Request) -> Response:
@@ -101,22 +100,10 @@ async def signout(ui: Ui, request: Request) -> Response:
     return response
 
 
-async def _checked(ui: Ui, request: Request) -> tuple[Session | None, FormData | None]:
-    session = ui.session(request)
-    if session is None:
-        return None, None
+async def _change(ui: Ui, request: Request, session: Session, action: str) -> Response:
     form = await request.form()
     if not same_token(form.get("csrf"), session.csrf):
         log.warning("ui change refused: missing or wrong CSRF token")
-        return session, None
-    return session, form
-
-
-async def _change(ui: Ui, request: Request, action: str) -> Response:
-    session, form = await _checked(ui, request)
-    if session is None:
-        return to_signin()
-    if form is None:
         return ui.error(request, session, 403, "The form is stale or was not sent by this page; reload it.")
     entry_id = request.path_params["entry_id"]
     owner = session.owner
@@ -141,24 +128,27 @@ async def _change(ui: Ui, request: Request, action: str) -> Response:
         else:
             await ui.call(ui.app.entries.restore, owner, entry_id)
     except InvalidInputError as exc:
-        return await entry_page(ui, request, status=400, message=str(exc))
+        return await show_entry(ui, request, session, status=400, message=str(exc))
     except PageError as exc:
         if exc.status == 404:
             return ui.error(request, session, 404, exc.message)
-        return await entry_page(ui, request, status=exc.status, message=exc.message)
+        return await show_entry(ui, request, session, status=exc.status, message=exc.message)
     return redirect(f"/ui/entry/{entry_id}?done={action}")
 
 
-async def edit(ui: Ui, request: Request) -> Response:
+@signed_in
+async def edit(ui: Ui, request: Request, session: Session) -> Response:
     """Save the edit form (refused with 409 when someone changed the entry since it was opened)."""
-    return await _change(ui, request, "edit")
+    return await _change(ui, request, session, "edit")
 
 
-async def delete(ui: Ui, request: Request) -> Response:
+@signed_in
+async def delete(ui: Ui, request: Request, session: Session) -> Response:
     """Soft-delete the entry (restorable)."""
-    return await _change(ui, request, "delete")
+    return await _change(ui, request, session, "delete")
 
 
-async def restore(ui: Ui, request: Request) -> Response:
+@signed_in
+async def restore(ui: Ui, request: Request, session: Session) -> Response:
     """Restore a soft-deleted entry."""
-    return await _change(ui, request, "restore")
+    return await _change(ui, request, session, "restore")

@@ -15,7 +15,8 @@ from pgrecall.services.highlight import Piece
 from pgrecall.services.retrieval import Ranked, RetrievalRequest
 from pgrecall.services.search import ScoreBreakdown, SearchOptions
 from pgrecall.web.forms import LIST_PAGE_SIZE, MODES, SEARCH_TOP_K, list_query, search_query
-from pgrecall.web.ui import PageError, Ui, to_signin
+from pgrecall.web.sessions import Session
+from pgrecall.web.ui import Ui, signed_in
 
 CHART_WIDTH = 240  # px of the widest fused score's bar
 RECENT_ON_DASHBOARD = 15
@@ -34,7 +35,7 @@ class ShownHit:
     recency_px: int
 
 
-def _shown_hits(ui: Ui, items: list[Ranked], highlighted: list[list[Piece]]) -> list[ShownHit]:
+def _shown_hits(items: list[Ranked], highlighted: list[list[Piece]]) -> list[ShownHit]:
     widest = max((r.hit.breakdown.fused for r in items if r.hit is not None), default=0.0) or 1.0
 
     def px(value: float) -> int:
@@ -70,16 +71,11 @@ def language_how(entry: Entry) -> str:
     }.get(entry.language_how or "", "not recorded (written before pgrecall recorded it, or imported)")
 
 
-async def dashboard(ui: Ui, request: Request) -> Response:
+@signed_in
+async def dashboard(ui: Ui, request: Request, session: Session) -> Response:
     """Entries by language and kind, pending vectors, and what changed lately."""
-    session = ui.session(request)
-    if session is None:
-        return to_signin()
-    try:
-        stats = await ui.call(ui.app.entries.stats, session.owner)
-        recent = await ui.call(ui.app.activity.recent, session.owner, RECENT_ON_DASHBOARD)
-    except PageError as exc:
-        return ui.error(request, session, exc.status, exc.message)
+    stats = await ui.call(ui.app.entries.stats, session.owner)
+    recent = await ui.call(ui.app.activity.recent, session.owner, RECENT_ON_DASHBOARD)
     widest = max([*stats.by_language.values(), *stats.by_kind.values(), 1])
     return ui.render(
         "dashboard.html",
@@ -91,19 +87,13 @@ async def dashboard(ui: Ui, request: Request) -> Response:
     )
 
 
-async def entry_list(ui: Ui, request: Request) -> Response:
+@signed_in
+async def entry_list(ui: Ui, request: Request, session: Session) -> Response:
     """Entries newest first, with filters and keyset paging."""
-    session = ui.session(request)
-    if session is None:
-        return to_signin()
-    try:
-        asked = list_query(request.query_params)
-        page = await ui.call(
-            ui.app.entries.list, session.owner, asked.filters, limit=LIST_PAGE_SIZE, cursor=asked.cursor
-        )
-    except (PageError, ValueError) as exc:
-        status, message = (exc.status, exc.message) if isinstance(exc, PageError) else (400, str(exc))
-        return ui.error(request, session, status, message)
+    asked = list_query(request.query_params)
+    page = await ui.call(
+        ui.app.entries.list, session.owner, asked.filters, limit=LIST_PAGE_SIZE, cursor=asked.cursor
+    )
     next_url = (
         f"/ui/entries?{urlencode(asked.echo | {'cursor': page.next_cursor})}" if page.next_cursor else None
     )
@@ -120,36 +110,30 @@ async def entry_list(ui: Ui, request: Request) -> Response:
     )
 
 
-async def search_page(ui: Ui, request: Request) -> Response:
+@signed_in
+async def search_page(ui: Ui, request: Request, session: Session) -> Response:
     """The search form and, with a question, its ranked hits with their score breakdowns."""
-    session = ui.session(request)
-    if session is None:
-        return to_signin()
-    try:
-        asked = search_query(request.query_params)
-        hits: list[ShownHit] = []
-        degraded_reason = None
-        if asked.query is not None:
-            request_ = RetrievalRequest(
-                query=asked.query,
-                top_k=SEARCH_TOP_K,
-                options=SearchOptions(mode=asked.mode, filters=asked.filters),
+    asked = search_query(request.query_params)
+    hits: list[ShownHit] = []
+    degraded_reason = None
+    if asked.query is not None:
+        retrieval = RetrievalRequest(
+            query=asked.query,
+            top_k=SEARCH_TOP_K,
+            options=SearchOptions(mode=asked.mode, filters=asked.filters),
+        )
+        result = await ui.call(ui.app.retrieval.retrieve, session.owner, retrieval)
+        degraded_reason = result.degraded_reason
+        rows = [
+            (
+                r.hit.snippet if r.hit is not None else snippet(r.entry.body),
+                (r.hit.breakdown.regconfig if r.hit is not None else None) or r.entry.language,
+                r.hit.breakdown.matched_terms if r.hit is not None else [],
             )
-            result = await ui.call(ui.app.retrieval.retrieve, session.owner, request_)
-            degraded_reason = result.degraded_reason
-            rows = [
-                (
-                    r.hit.snippet if r.hit is not None else snippet(r.entry.body),
-                    (r.hit.breakdown.regconfig if r.hit is not None else None) or r.entry.language,
-                    r.hit.breakdown.matched_terms if r.hit is not None else [],
-                )
-                for r in result.items
-            ]
-            highlighted = await ui.call(ui.app.highlighter.pieces, rows)
-            hits = _shown_hits(ui, result.items, highlighted)
-    except (PageError, ValueError) as exc:
-        status, message = (exc.status, exc.message) if isinstance(exc, PageError) else (400, str(exc))
-        return ui.error(request, session, status, message)
+            for r in result.items
+        ]
+        highlighted = await ui.call(ui.app.highlighter.pieces, rows)
+        hits = _shown_hits(result.items, highlighted)
     return ui.render(
         "search.html",
         request,
@@ -164,18 +148,15 @@ async def search_page(ui: Ui, request: Request) -> Response:
     )
 
 
-async def entry_page(ui: Ui, request: Request, *, status: int = 200, message: str | None = None) -> Response:
+async def show_entry(
+    ui: Ui, request: Request, session: Session, *, status: int = 200, message: str | None = None
+) -> Response:
     """One entry: full text, metadata, language, hash, versions, links, supersede chain, edit form."""
-    session = ui.session(request)
-    if session is None:
-        return to_signin()
-    entry_id = request.path_params["entry_id"]
-    try:
-        entry = await ui.call(ui.app.entries.get, session.owner, entry_id, include_deleted=True)
-        older, newer = await ui.call(ui.app.entries.chain, session.owner, entry.id)
-        related = [] if entry.deleted else await ui.call(ui.app.links.related, session.owner, entry.id)
-    except PageError as exc:
-        return ui.error(request, session, exc.status, exc.message)
+    entry = await ui.call(
+        ui.app.entries.get, session.owner, request.path_params["entry_id"], include_deleted=True
+    )
+    older, newer = await ui.call(ui.app.entries.chain, session.owner, entry.id)
+    related = [] if entry.deleted else await ui.call(ui.app.links.related, session.owner, entry.id)
     kept = ui.app.entries.as_kept(entry)
     return ui.render(
         "entry.html",
@@ -193,3 +174,6 @@ async def entry_page(ui: Ui, request: Request, *, status: int = 200, message: st
         languages=ui.app.catalog.supported_codes(),
         vector_pending=kept.vector_pending,
     )
+
+
+entry_page = signed_in(show_entry)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -93,3 +93,23 @@ def redirect(url: str) -> Response:
 def to_signin() -> Response:
     """Where a request without a session goes: the sign-in page, never data."""
     return redirect("/ui/signin")
+
+
+PageHandler = Callable[[Ui, Request, Session], Awaitable[Response]]
+
+
+def signed_in(handler: PageHandler) -> Callable[[Ui, Request], Awaitable[Response]]:
+    """A page for signed-in sessions only (others go to sign-in); refusals become the error page."""
+
+    async def page(ui: Ui, request: Request) -> Response:
+        session = ui.session(request)
+        if session is None:
+            return to_signin()
+        try:
+            return await handler(ui, request, session)
+        except PageError as exc:
+            return ui.error(request, session, exc.status, exc.message)
+        except InvalidInputError as exc:
+            return ui.error(request, session, 400, str(exc))
+
+    return page
