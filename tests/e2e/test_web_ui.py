@@ -143,6 +143,10 @@ async def test_changes_need_the_csrf_token_and_the_version_seen(
                     data=edit | {"csrf": fields["csrf"], "text": "lost edit", "expected_version": "2"},
                 )
                 assert stale.status_code == 409 and "is at version 3, not 2" in stale.text
+                # What was typed is kept in the form, now at the stored version; the stored text shows.
+                assert ">lost edit</textarea>" in stale.text and 'id="draft-note"' in stale.text
+                assert hidden_fields(stale.text)["expected_version"] == "3"
+                assert "The deploy runs on Tuesdays." in stale.text
                 assert (await call(mcp, "get_entry", id=added["id"]))[
                     "text"
                 ] == "The deploy runs on Tuesdays."

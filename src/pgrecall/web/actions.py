@@ -107,15 +107,16 @@ async def _change(ui: Ui, request: Request, session: Session, action: str) -> Re
         return ui.error(request, session, 403, "The form is stale or was not sent by this page; reload it.")
     entry_id = request.path_params["entry_id"]
     owner = session.owner
+    draft = None
     try:
         if action == "edit":
-            edit = entry_edit(form)
+            edit = draft = entry_edit(form)
             changes: dict[str, Any] = {"title": edit.title, "tags": edit.tags}
             if edit.kind is not None:
                 changes["kind"] = edit.kind
             if edit.language is not None:
                 changes["language"] = edit.language
-            await ui.call(
+            written = await ui.call(
                 ui.app.entries.update,
                 owner,
                 entry_id,
@@ -123,17 +124,19 @@ async def _change(ui: Ui, request: Request, session: Session, action: str) -> Re
                 expected_version=edit.expected_version,
                 **changes,
             )
+            changed = written.entry
         elif action == "delete":
-            await ui.call(ui.app.entries.delete, owner, entry_id)
+            changed = await ui.call(ui.app.entries.delete, owner, entry_id)
         else:
-            await ui.call(ui.app.entries.restore, owner, entry_id)
+            changed = await ui.call(ui.app.entries.restore, owner, entry_id)
     except InvalidInputError as exc:
-        return await show_entry(ui, request, session, status=400, message=str(exc))
+        return await show_entry(ui, request, session, status=400, message=str(exc), draft=draft)
     except PageError as exc:
         if exc.status == 404:
             return ui.error(request, session, 404, exc.message)
-        return await show_entry(ui, request, session, status=exc.status, message=exc.message)
-    return redirect(f"/ui/entry/{entry_id}?done={action}")
+        return await show_entry(ui, request, session, status=exc.status, message=exc.message, draft=draft)
+    # The stored id, not the path's text: only a canonical UUID goes into the Location header.
+    return redirect(f"/ui/entry/{changed.id}")
 
 
 @signed_in

@@ -14,7 +14,7 @@ from pgrecall.domain.text import snippet
 from pgrecall.services.highlight import Piece
 from pgrecall.services.retrieval import Ranked, RetrievalRequest
 from pgrecall.services.search import ScoreBreakdown, SearchOptions
-from pgrecall.web.forms import LIST_PAGE_SIZE, MODES, SEARCH_TOP_K, list_query, search_query
+from pgrecall.web.forms import LIST_PAGE_SIZE, MODES, SEARCH_TOP_K, EntryEdit, list_query, search_query
 from pgrecall.web.sessions import Session
 from pgrecall.web.ui import Ui, signed_in
 
@@ -149,9 +149,19 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
 
 
 async def show_entry(
-    ui: Ui, request: Request, session: Session, *, status: int = 200, message: str | None = None
+    ui: Ui,
+    request: Request,
+    session: Session,
+    *,
+    status: int = 200,
+    message: str | None = None,
+    draft: EntryEdit | None = None,
 ) -> Response:
-    """One entry: full text, metadata, language, hash, versions, links, supersede chain, edit form."""
+    """One entry: full text, metadata, language, hash, versions, links, supersede chain, edit form.
+
+    After a refused edit the form keeps what was typed (`draft`), set to the version now stored:
+    the editor sees the current text above it and decides, nothing typed is lost.
+    """
     entry = await ui.call(
         ui.app.entries.get, session.owner, request.path_params["entry_id"], include_deleted=True
     )
@@ -173,6 +183,7 @@ async def show_entry(
         related=related,
         languages=ui.app.catalog.supported_codes(),
         vector_pending=kept.vector_pending,
+        draft=draft,
     )
 
 
