@@ -85,3 +85,32 @@ def migrate_check() -> None:
             f"run: {prefix}pgrecall migrate upgrade head"
         )
     typer.echo(f"at head ({head})")
+
+
+@app.command("citus")
+def migrate_citus(
+    undo: Annotated[
+        bool, typer.Option("--undo", help="The way back: make every table a plain coordinator table again.")
+    ] = False,
+) -> None:
+    """Distribute the store on a Citus cluster by owner (run on the coordinator, at schema head).
+
+    Repeatable: run it again after adding a worker, to set that worker up too.
+    """
+    import psycopg
+
+    from pgrecall.db import citus
+    from pgrecall.db import migrate as schema
+    from pgrecall.errors import PgrecallError
+
+    current = settings()
+    with database(current) as db:
+        try:
+            schema.require_head(db.url, embedded=current.embedded)
+            (citus.undistribute if undo else citus.distribute)(db.url, lambda line: typer.echo(f"  {line}"))
+        except PgrecallError as exc:
+            fail(str(exc))
+        except psycopg.Error as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            fail(f"migrate citus stopped (run it again once fixed; done steps are kept): {first}")
+    typer.echo(f"{where(current)}: {'undistributed' if undo else 'distributed on Citus'}")

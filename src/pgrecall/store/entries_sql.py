@@ -4,7 +4,7 @@ from pgrecall.store.current_sql import not_expired, not_superseded
 
 # Columns every read returns: never the vector itself.
 COLUMNS = """
-    id, owner, kind, source, title, body, tags, metadata, language::text AS language,
+    id, owner, kind, source, title, body, tags, metadata, language,
     content_hash, version, created_at, updated_at, deleted_at, embedding_model, embedding_dim,
     detected_language, expires_at, supersedes, language_how, language_confidence
 """
@@ -59,20 +59,20 @@ UPDATE entries SET
     expires_at = CASE WHEN %(set_expires_at)s THEN %(expires_at)s::timestamptz ELSE expires_at END,
     supersedes = CASE WHEN %(set_supersedes)s THEN %(supersedes)s::uuid ELSE supersedes END,
     version = version + 1,
-    updated_at = clock_timestamp()
+    updated_at = statement_timestamp()
 WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NULL
   AND (%(expected_version)s::integer IS NULL OR version = %(expected_version)s::integer)
 RETURNING {COLUMNS}
 """
 
 SQL_SOFT_DELETE = f"""
-UPDATE entries SET deleted_at = clock_timestamp(), updated_at = clock_timestamp()
+UPDATE entries SET deleted_at = statement_timestamp(), updated_at = statement_timestamp()
 WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NULL
 RETURNING {COLUMNS}
 """
 
 SQL_RESTORE = f"""
-UPDATE entries SET deleted_at = NULL, updated_at = clock_timestamp()
+UPDATE entries SET deleted_at = NULL, updated_at = statement_timestamp()
 WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NOT NULL
 RETURNING {COLUMNS}
 """

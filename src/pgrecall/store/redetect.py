@@ -30,15 +30,17 @@ LIMIT %(limit)s
 
 # Only rows whose text and language are still what was read: a concurrent edit wins.
 # version is not bumped (see redetect.py); updated_at is, so readers can see the row changed.
+# The languages arrive as regconfig[] (cast once, from the parameters): Citus refuses the cast
+# text → regconfig (a STABLE function) applied to a column in an UPDATE.
 SQL_REDETECT_UPDATE = """
 UPDATE entries AS e
-SET language = c.language::regconfig, detected_language = c.detected, language_how = 'detected',
-    language_confidence = NULL, updated_at = clock_timestamp()
-FROM unnest(%(owners)s::text[], %(ids)s::uuid[], %(old)s::text[], %(new)s::text[], %(hashes)s::text[],
-            %(detected)s::text[])
+SET language = c.language, detected_language = c.detected, language_how = 'detected',
+    language_confidence = NULL, updated_at = statement_timestamp()
+FROM unnest(%(owners)s::text[], %(ids)s::uuid[], %(old)s::regconfig[], %(new)s::regconfig[],
+            %(hashes)s::text[], %(detected)s::text[])
      AS c(owner, id, old_language, language, content_hash, detected)
 WHERE e.owner = c.owner AND e.id = c.id
-  AND e.language = c.old_language::regconfig AND e.content_hash = c.content_hash
+  AND e.language = c.old_language AND e.content_hash = c.content_hash
 """
 
 

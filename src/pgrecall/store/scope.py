@@ -14,9 +14,10 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-# Transaction-local (is_local = true): it ends with the transaction, so a pooled connection
-# never carries one caller's owner into the next caller's transaction.
-SQL_SET_OWNER = "SELECT set_config('pgrecall.owner', %s, true)"
+# Transaction-local (SET LOCAL, through a function that takes the value as a bound parameter;
+# migration 0012): it ends with the transaction, so a pooled connection never carries one
+# caller's owner into the next caller's transaction, and on Citus it reaches every worker.
+SQL_SET_OWNER = "SELECT pgrecall_set_local('pgrecall.owner', %s)"
 
 
 @contextmanager

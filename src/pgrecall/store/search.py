@@ -14,7 +14,14 @@ from psycopg_pool import ConnectionPool
 
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.store.entries import vector_literal
-from pgrecall.store.search_sql import CURRENT_SQL, FILTER_SQL, MAX_QUERY_TERMS, SQL_SEARCH, SQL_SET_KNOBS
+from pgrecall.store.search_sql import (
+    CURRENT_SQL,
+    FILTER_SQL,
+    MAX_QUERY_TERMS,
+    SQL_IS_CITUS,
+    SQL_SEARCH,
+    SQL_SET_KNOBS,
+)
 
 __all__ = [
     "FILTER_SQL",
@@ -181,15 +188,20 @@ def has_filters(filters: EntryFilters) -> bool:
     return any(_filter_value(filters, name) is not None for name in FILTER_SQL)
 
 
-def knobs(tuning: Tuning, filtered: bool, owner: str = "default") -> dict[str, Any]:
-    """Values for SQL_SET_KNOBS: ef_search never below the branch limit."""
+def knobs(
+    tuning: Tuning, filtered: bool, owner: str = "default", distributed: bool = False
+) -> dict[str, Any]:
+    """Values for SQL_SET_KNOBS: ef_search never below the branch limit.
+
+    Citus cannot plan the statement generically (its router needs the owner's value): custom there.
+    """
     return {
         "owner": owner,
         "ef_search": max(tuning.ef_search, tuning.n_vec),
         "ef_search_small": max(tuning.ef_search_small, tuning.n_vec),
         "large_store": tuning.large_store,
         "max_scan_tuples": str(tuning.max_scan_tuples),
-        "plan_cache_mode": "force_custom_plan" if filtered else "force_generic_plan",
+        "plan_cache_mode": "force_custom_plan" if filtered or distributed else "force_generic_plan",
     }
 
 
@@ -198,13 +210,23 @@ class SearchStore:
 
     def __init__(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]]) -> None:
         self.pool = pool
+        self._distributed: bool | None = None
+
+    def distributed(self) -> bool:
+        """True when the database is a Citus coordinator (asked once)."""
+        if self._distributed is None:
+            with self.pool.connection() as conn:
+                row = conn.execute(SQL_IS_CITUS).fetchone()
+            self._distributed = bool(row and row["citus"])
+        return self._distributed
 
     def search(self, params: SearchParams) -> SearchRows:
         """One transaction: set the HNSW knobs locally, then the one search statement."""
         statement = build_statement(params)
         with self.pool.connection() as conn, conn.transaction():
             # pgrecall.owner scopes row-level security to this transaction (see store/scope.py).
-            conn.execute(SQL_SET_KNOBS, knobs(params.tuning, has_filters(params.filters), params.owner))
+            settings = knobs(params.tuning, has_filters(params.filters), params.owner, self.distributed())
+            conn.execute(SQL_SET_KNOBS, settings)
             rows = conn.execute(statement, bind(params)).fetchall()
         return to_rows(rows)
 

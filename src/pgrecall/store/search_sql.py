@@ -17,19 +17,13 @@ MAX_QUERY_TERMS = 32
 # ef_search follows the store's size: pgvector prices the walk by ef_search, so on a
 # 10k store ef 400 makes the planner prefer an exact scan (10k TOASTed vectors, ~25 ms)
 # over the walk (~3 ms), while 100k needs 400 for recall@10 ≥ 0.98 (0.975 at 200).
-# The owner is set first (the lateral reference orders it) so that row-level security
-# lets the size lookup see the owner's statistics.
+# The function (migration 0012) sets the owner first, so that row-level security lets the
+# size lookup see the owner's statistics, then the knobs: one round trip, SET LOCAL on every node.
+SQL_IS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus"
+
 SQL_SET_KNOBS = """
-SELECT set_config('hnsw.ef_search',
-                  (CASE WHEN n.live >= %(large_store)s THEN %(ef_search)s ELSE %(ef_search_small)s END)::text,
-                  true),
-       set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true),
-       set_config('plan_cache_mode', %(plan_cache_mode)s, true)
-FROM (SELECT set_config('pgrecall.owner', %(owner)s, true) AS owner) o
-CROSS JOIN LATERAL (
-    SELECT coalesce(sum(n_docs), 0) AS live FROM lexical_docs WHERE owner = o.owner
-) n
+SELECT pgrecall_search_knobs(%(owner)s, %(large_store)s, %(ef_search)s, %(ef_search_small)s,
+                             %(max_scan_tuples)s, %(plan_cache_mode)s)
 """
 
 

@@ -18,9 +18,9 @@ RETURNING owner, id, name, created_at, last_used_at, revoked_at
 
 # last_used_at is refreshed at most once a minute so a busy client does not write on every call.
 SQL_LOOKUP = """
-UPDATE api_tokens SET last_used_at = clock_timestamp()
+UPDATE api_tokens SET last_used_at = statement_timestamp()
 WHERE token_hash = %(token_hash)s AND revoked_at IS NULL
-  AND (last_used_at IS NULL OR last_used_at < clock_timestamp() - interval '1 minute')
+  AND (last_used_at IS NULL OR last_used_at < statement_timestamp() - interval '1 minute')
 RETURNING owner
 """
 
@@ -32,7 +32,7 @@ ORDER BY owner, created_at, id
 """
 
 SQL_REVOKE = """
-UPDATE api_tokens SET revoked_at = clock_timestamp() WHERE id = %(id)s AND revoked_at IS NULL
+UPDATE api_tokens SET revoked_at = statement_timestamp() WHERE id = %(id)s AND revoked_at IS NULL
 RETURNING owner, id, name, created_at, last_used_at, revoked_at
 """
 

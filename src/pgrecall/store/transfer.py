@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import psycopg
@@ -159,7 +159,7 @@ UPDATE entries AS e SET
     content_hash = s.content_hash,
     version = coalesce(s.version, e.version + 1),
     created_at = coalesce(s.created_at, e.created_at),
-    updated_at = coalesce(s.updated_at, clock_timestamp()),
+    updated_at = coalesce(s.updated_at, %(now)s::timestamptz),
     deleted_at = s.deleted_at,
     expires_at = s.expires_at,
     supersedes = s.supersedes,
@@ -179,7 +179,9 @@ FROM pgrecall_import AS s
 WHERE e.owner = s.owner AND e.id = s.id AND NOT {_SAME} AND {_WINS}
 """
 
-# statement_timestamp(): rows of one batch without timestamps share one creation time.
+# %(now)s (one time per batch, from the caller: Citus refuses a time function inside coalesce):
+# rows of one batch without timestamps share one creation time. ON CONFLICT skips entries that
+# exist (Citus refuses a NOT EXISTS between a distributed table and the temporary stage).
 SQL_STAGE_INSERT = """
 INSERT INTO entries (owner, id, kind, source, title, body, tags, metadata, language, detected_language,
                      content_hash, version, created_at, updated_at, deleted_at,
@@ -187,12 +189,12 @@ INSERT INTO entries (owner, id, kind, source, title, body, tags, metadata, langu
 SELECT s.owner, s.id, s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language,
        s.detected_language, s.content_hash,
        coalesce(s.version, 1),
-       coalesce(s.created_at, statement_timestamp()),
-       coalesce(s.updated_at, s.created_at, statement_timestamp()),
+       coalesce(s.created_at, %(now)s::timestamptz),
+       coalesce(s.updated_at, s.created_at, %(now)s::timestamptz),
        s.deleted_at, s.embedding, s.embedding_model, s.embedding_dim, s.expires_at, s.supersedes
 FROM pgrecall_import AS s
-WHERE NOT EXISTS (SELECT 1 FROM entries AS e WHERE e.owner = s.owner AND e.id = s.id)
 ON CONFLICT (owner, id) DO NOTHING
+RETURNING 1
 """
 
 SQL_SET_TIMEOUT = "SELECT set_config('statement_timeout', %s, false)"
@@ -307,9 +309,12 @@ class TransferStore:
             rows = self.conn.execute(SQL_STAGE_NOT_NEWER).fetchall()
             not_newer = tuple((row["owner"], row["id"]) for row in rows)
         updated = 0
+        now = datetime.now(UTC)
         if policy != "skip":
-            updated = self.conn.execute(SQL_STAGE_UPDATE, {"policy": policy}).rowcount
-        inserted = self.conn.execute(SQL_STAGE_INSERT).rowcount
+            updated = self.conn.execute(SQL_STAGE_UPDATE, {"policy": policy, "now": now}).rowcount
+        # Counted from RETURNING: on Citus the row count of an INSERT … SELECT through the
+        # coordinator includes the rows ON CONFLICT skipped.
+        inserted = len(self.conn.execute(SQL_STAGE_INSERT, {"now": now}).fetchall())
         self.conn.execute(SQL_TRUNCATE_STAGE)
         return MergeCounts(
             inserted=inserted,

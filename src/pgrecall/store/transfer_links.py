@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import psycopg
@@ -23,7 +23,7 @@ WITH ends AS (
 ), added AS (
     INSERT INTO entry_links (owner, from_id, relation, to_id, note, created_at)
     SELECT %(owner)s, %(from_id)s, %(relation)s, %(to_id)s, %(note)s,
-           coalesce(%(created_at)s::timestamptz, clock_timestamp())
+           %(created_at)s::timestamptz
     FROM ends WHERE has_from = 1 AND has_to = 1
     ON CONFLICT (owner, from_id, relation, to_id) DO NOTHING
     RETURNING 1
@@ -56,7 +56,8 @@ def import_link(
         "relation": relation,
         "to_id": to_id,
         "note": note,
-        "created_at": created_at,
+        # The time is the caller's when the line has none: Citus refuses clock_timestamp() here.
+        "created_at": created_at or datetime.now(UTC),
     }
     row = conn.execute(SQL_IMPORT_LINK, params).fetchone()
     assert row is not None

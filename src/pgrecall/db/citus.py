@@ -1,0 +1,131 @@
+"""`pgrecall migrate citus`: distribute a pgrecall database on Citus, repeatably, and back.
+
+Every owner-scoped table is distributed by `owner` in one co-location group with `entries`, so
+each statement of a search or a write routes to the one shard holding the owner; api_tokens is a
+reference table (a copy on every node). Each step checks what is already done, so the command can
+be run again, e.g. after adding a worker (it repeats the per-worker setup there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+from psycopg.rows import dict_row
+
+from pgrecall.db import citus_sql as q
+from pgrecall.errors import ConfigurationError
+
+Report = Callable[[str], None]
+
+
+def _connect(url: str) -> psycopg.Connection[dict[str, object]]:
+    return psycopg.connect(url, autocommit=True, row_factory=dict_row)
+
+
+def _require_citus(conn: psycopg.Connection[dict[str, object]]) -> None:
+    row = conn.execute(q.SQL_HAS_CITUS).fetchone()
+    if not (row and row["citus"]):
+        raise ConfigurationError(
+            "the database has no citus extension: `pgrecall migrate citus` runs on a Citus coordinator "
+            "(CREATE EXTENSION citus there, add the workers with citus_add_node, then run it again)"
+        )
+
+
+def _on_workers(conn: psycopg.Connection[dict[str, object]], statement: str) -> list[str]:
+    failed = []
+    for row in conn.execute(q.SQL_ON_WORKERS, (statement,)).fetchall():
+        if not row["success"]:
+            failed.append(f"{row['nodename']}:{row['nodeport']}: {row['result']}")
+    return failed
+
+
+def _distributed(conn: psycopg.Connection[dict[str, object]]) -> set[str]:
+    return {str(row["name"]) for row in conn.execute(q.SQL_DISTRIBUTED).fetchall()}
+
+
+def _has_tag_index(conn: psycopg.Connection[dict[str, object]], name: str) -> bool:
+    row = conn.execute(q.SQL_INDEX_OPCLASS, (name,)).fetchone()
+    return bool(row and row["ours"])
+
+
+def distribute(url: str, report: Report) -> None:
+    """Make the database at `url` (a Citus coordinator at schema head) a distributed pgrecall store."""
+    with _connect(url) as conn:
+        _require_citus(conn)
+        workers = conn.execute(q.SQL_WORKERS).fetchall()
+        if not workers:
+            raise ConfigurationError("the Citus cluster has no active worker: add one with citus_add_node")
+        for statement in q.SQL_SESSION_SETTINGS:
+            conn.execute(statement)
+        conn.execute(q.SQL_PROPAGATE_SET)
+        report("citus.propagate_set_commands = 'local' for this database")
+        for statement in (*q.WORKER_STATEMENTS, q.WORKER_TAG_OPERATORS):
+            failed = _on_workers(conn, statement)
+            if failed:
+                raise ConfigurationError("a worker refused the setup: " + "; ".join(failed))
+        report(f"workers set up ({len(workers)}): pgrecall_app may log in, tag operators, LEAKPROOF marks")
+        for function in (q.COMPACT_OWNER, q.COMPACT_ALL, q.STATS_TRIGGER, q.TRUNCATE_TRIGGER):
+            conn.execute(function)
+        report("statistics functions replaced by their Citus-safe forms")
+        done = _distributed(conn)
+        moved = [t for t in (*q.DISTRIBUTED_TABLES, *q.REFERENCE_TABLES) if t not in done]
+        had_tags_opclass = bool((conn.execute(q.SQL_TAGS_OPCLASS_EXISTS).fetchone() or {}).get("present"))
+        if moved:
+            dropped = []
+            if "entries" not in done and had_tags_opclass:
+                for index, _ in q.TAG_INDEXES:
+                    if _has_tag_index(conn, index):
+                        conn.execute(f"DROP INDEX {index}")  # names from q.TAG_INDEXES, not input
+                        dropped.append(index)
+            for table in moved:
+                if table == q.DISTRIBUTED_TABLES[0]:
+                    conn.execute(q.SQL_DISTRIBUTE_FIRST)
+                elif table in q.REFERENCE_TABLES:
+                    conn.execute(q.SQL_REFERENCE, (table,))
+                else:
+                    conn.execute(q.SQL_DISTRIBUTE, (table,))
+            report(
+                "distributed by owner, co-located with entries: "
+                + ", ".join(t for t in moved if t not in q.REFERENCE_TABLES)
+            )
+            if dropped:
+                _tag_indexes(conn, dropped)
+                report("tag indexes made again on every shard: " + ", ".join(dropped))
+        else:
+            report("every table was distributed already")
+        # Every run: a run stopped half-way may have counted copied rows twice; exact afterwards.
+        _rebuild_statistics(conn)
+        report("lexical statistics rebuilt from the entries")
+
+
+def _rebuild_statistics(conn: psycopg.Connection[dict[str, object]]) -> None:
+    with conn.transaction():
+        for statement in q.REBUILD_STATISTICS:
+            conn.execute(statement)
+
+
+def _tag_indexes(conn: psycopg.Connection[dict[str, object]], indexes: list[str]) -> None:
+    # With metadata sync off Citus skips the dependency check that refuses an operator class;
+    # the class exists on every worker (WORKER_TAG_OPERATORS) by now.
+    conn.execute("SET citus.enable_metadata_sync = off")
+    try:
+        for index, column in q.TAG_INDEXES:
+            if index in indexes:
+                conn.execute(f"CREATE INDEX {index} ON entries USING gin ({column} pgrecall_tags_ops)")
+    finally:
+        conn.execute("RESET citus.enable_metadata_sync")
+
+
+def undistribute(url: str, report: Report) -> None:
+    """The way back: every pgrecall table becomes a plain table on the coordinator again."""
+    with _connect(url) as conn:
+        _require_citus(conn)
+        done = _distributed(conn)
+        for table in (*reversed(q.DISTRIBUTED_TABLES), *q.REFERENCE_TABLES):
+            if table in done:
+                conn.execute(q.SQL_UNDISTRIBUTE, (table,))
+                done = _distributed(conn)
+                report(f"{table}: a local table again")
+        _rebuild_statistics(conn)
+        report("lexical statistics rebuilt from the entries")

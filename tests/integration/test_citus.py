@@ -1,0 +1,155 @@
+"""Scaling out on Citus: what runs everywhere (the refusal, the Citus-safe statistics functions on a
+single server) and, where PostgreSQL binaries with Citus are given (PGRECALL_CITUS_PG_BIN), a real
+coordinator with two workers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from pgrecall.app import App
+from pgrecall.config import Settings
+from pgrecall.db import citus_sql
+from pgrecall.domain.entries import EntryFilters
+from pgrecall.services.retrieval import RetrievalRequest
+from pgrecall.services.search import SearchOptions
+from tests.helpers.subprocess_server import run_pgrecall, server_env
+
+CITUS_BIN = os.environ.get("PGRECALL_CITUS_PG_BIN")
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+# Statistics as kept (base + deltas) against a recount from the live entries: rows that differ.
+SQL_STATS_WRONG = """
+WITH truth AS (
+    SELECT e.owner, e.language::text AS language, l.lexeme, count(*) AS df
+    FROM entries e CROSS JOIN LATERAL unnest(tsvector_to_array(e.tsv)) AS l(lexeme)
+    WHERE e.deleted_at IS NULL GROUP BY 1, 2, 3
+), kept AS (
+    SELECT owner, language::text AS language, lexeme, sum(df) AS df FROM (
+        SELECT owner, language, lexeme, df FROM lexical_df
+        UNION ALL SELECT owner, language, lexeme, delta FROM lexical_df_delta) AS s
+    GROUP BY 1, 2, 3 HAVING sum(df) <> 0
+), docs AS (
+    SELECT owner, language::text AS language, count(*) AS n, sum(length(tsv)) AS len FROM entries
+    WHERE deleted_at IS NULL GROUP BY 1, 2
+), kept_docs AS (
+    SELECT owner, language::text AS language, sum(n_docs) AS n, sum(total_len) AS len FROM (
+        SELECT owner, language, n_docs, total_len FROM lexical_docs
+        UNION ALL SELECT owner, language, n_docs, total_len FROM lexical_docs_delta) AS s
+    GROUP BY 1, 2 HAVING sum(n_docs) <> 0
+)
+SELECT (SELECT count(*) FROM truth FULL JOIN kept USING (owner, language, lexeme)
+        WHERE truth.df IS DISTINCT FROM kept.df)
+     + (SELECT count(*) FROM docs FULL JOIN kept_docs USING (owner, language)
+        WHERE docs.n IS DISTINCT FROM kept_docs.n OR docs.len IS DISTINCT FROM kept_docs.len) AS wrong
+"""
+
+
+def _wrong(url: str) -> int:
+    with psycopg.connect(url, row_factory=dict_row) as conn:
+        row = conn.execute(SQL_STATS_WRONG).fetchone()
+    assert row is not None
+    return int(row["wrong"])
+
+
+def test_migrate_citus_refuses_a_server_without_citus(settings: Settings) -> None:
+    result = run_pgrecall(server_env(settings), "migrate", "citus")
+    assert result.returncode == 1
+    assert "the database has no citus extension" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_set_local_sets_only_pgrecall_settings(db_url: str) -> None:
+    with psycopg.connect(db_url, row_factory=dict_row) as conn:
+        conn.execute("SELECT pgrecall_set_local('pgrecall.owner', %s)", ("o'brien",))
+        row = conn.execute("SELECT current_setting('pgrecall.owner') AS owner").fetchone()
+        assert row == {"owner": "o'brien"}
+        with pytest.raises(psycopg.errors.RaiseException, match="is not a setting pgrecall sets"):
+            conn.execute("SELECT pgrecall_set_local('role', 'postgres')")
+
+
+def test_the_citus_safe_statistics_functions_are_exact_on_a_single_server(settings: Settings) -> None:
+    assert settings.database_url is not None
+    url = settings.database_url.get_secret_value()
+    with psycopg.connect(url, autocommit=True) as conn:
+        for function in (citus_sql.COMPACT_OWNER, citus_sql.COMPACT_ALL, citus_sql.STATS_TRIGGER,
+                         citus_sql.TRUNCATE_TRIGGER):  # fmt: skip
+            conn.execute(function)
+    with App(settings, embedder=None, restricted=True) as app:
+        ids = []
+        for i in range(300):
+            owner = ("ann", "ben")[i % 2]
+            text = (
+                f"Note {i} on {('wings', 'libraries', 'heating', 'Winterreifen im Oktober')[i % 4]} and drag."
+            )
+            ids.append((owner, app.entries.add(owner, text=text).entry.id))
+        for owner, ident in ids[:40]:
+            app.entries.update(owner, ident, text="Rewritten about lift and the boundary layer.")
+        for owner, ident in ids[40:80]:
+            app.entries.delete(owner, ident)
+        for owner, ident in ids[40:60]:
+            app.entries.restore(owner, ident)
+        assert _wrong(url) == 0
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("SELECT pgrecall_lexical_compact()")
+            left = conn.execute("SELECT count(*) FROM lexical_df_delta").fetchone()
+        assert left == (0,) and _wrong(url) == 0
+        found = app.retrieval.retrieve(
+            "ann", RetrievalRequest(query="drag on wings", options=SearchOptions(mode="lexical"))
+        )
+        assert found.items and all(r.entry.owner == "ann" for r in found.items)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("TRUNCATE entries CASCADE")
+        left = conn.execute(
+            "SELECT (SELECT count(*) FROM lexical_df) + (SELECT count(*) FROM lexical_docs) + "
+            "(SELECT count(*) FROM lexical_df_delta) + (SELECT count(*) FROM lexical_docs_delta)"
+        ).fetchone()
+    assert left == (0,)
+
+
+@pytest.mark.skipif(
+    not CITUS_BIN, reason="no PostgreSQL with Citus given (set PGRECALL_CITUS_PG_BIN to its bin)"
+)
+def test_a_real_cluster_answers_like_one_server() -> None:
+    assert CITUS_BIN is not None
+    sys.path.insert(0, str(BENCHMARKS))
+    from citus_cluster import start_cluster
+
+    # Under /tmp and traversable: the servers run as their own user.
+    tmp_path = Path(tempfile.mkdtemp(prefix="pgrecall-test-citus-", dir="/tmp"))
+    tmp_path.chmod(0o755)
+    cluster = start_cluster(Path(CITUS_BIN), tmp_path / "cluster")
+    try:
+        url = cluster.coordinator.url
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+        env |= {
+            "PGRECALL_DATABASE_URL": url,
+            "PGRECALL_HOME": str(tmp_path / "home"),
+            "PGRECALL_MODELS": "in-process",
+        }
+        assert run_pgrecall(env, "migrate", "upgrade").returncode == 0
+        first, again = run_pgrecall(env, "migrate", "citus"), run_pgrecall(env, "migrate", "citus")
+        assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+        assert "every table was distributed already" in again.stdout
+        settings = Settings(database_url=url, home=tmp_path / "home", models="in-process")
+        with App(settings, embedder=None, restricted=True) as app:
+            app.entries.add(
+                "ann", text="The boundary layer thickens downstream of the leading edge.", tags=["aero"]
+            )
+            app.entries.add("ben", text="Journals are indexed by subject in the library.", tags=["aero"])
+            hits = app.retrieval.retrieve(
+                "ann", RetrievalRequest(query="boundary layer", options=SearchOptions(mode="lexical"))
+            ).items
+            assert [h.entry.owner for h in hits] == ["ann"]
+            assert len(app.entries.list("ben", EntryFilters(tags_all=["aero"])).entries) == 1
+        assert _wrong(url) == 0
+    finally:
+        cluster.stop()
+        shutil.rmtree(tmp_path, ignore_errors=True)
