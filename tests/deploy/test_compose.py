@@ -164,3 +164,48 @@ def test_entrypoint_passes_shellcheck() -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_citus_is_an_optional_profile_that_migrates_and_distributes(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    citus = (
+        "citus-coordinator",
+        "citus-worker-1",
+        "citus-worker-2",
+        "citus-setup",
+        "citus-migrate",
+        "pgrecall-citus",
+    )
+    for name in citus:
+        assert services[name]["profiles"] == ["citus"], name
+    for name in ("citus-coordinator", "citus-worker-1", "citus-worker-2"):
+        build = services[name]["build"]
+        assert build["dockerfile"] == "docker/citus.Dockerfile"
+        assert build["args"]["CITUS_IMAGE"].startswith("citusdata/citus:"), "the official Citus image"
+        assert "ports" not in services[name], "cluster nodes stay on the compose network"
+        volume = services[name]["volumes"][0].split(":")[0]
+        assert volume in compose["volumes"]
+    setup = " ".join(services["citus-setup"]["command"])
+    assert "citus_set_coordinator_host('citus-coordinator'" in setup
+    assert "citus_add_node('citus-worker-1'" in setup and "citus_add_node('citus-worker-2'" in setup
+    migrate = services["citus-migrate"]
+    assert migrate["command"][-1] == "pgrecall migrate upgrade head && pgrecall migrate citus"
+    assert migrate["depends_on"]["citus-setup"]["condition"] == "service_completed_successfully"
+    assert "@citus-coordinator:5432/" in _env(migrate)["PGRECALL_DATABASE_URL"]
+    server = services["pgrecall-citus"]
+    assert _env(server)["PGRECALL_DATABASE_URL"] == _env(migrate)["PGRECALL_DATABASE_URL"]
+    assert server["depends_on"]["citus-migrate"]["condition"] == "service_completed_successfully"
+    for name in ("db", "migrate", "pgrecall"):
+        assert not set(services[name].get("depends_on", {})) & set(citus)
+
+
+def test_citus_dockerfile_passes_hadolint_and_adds_pgvector() -> None:
+    dockerfile = ROOT / "docker" / "citus.Dockerfile"
+    result = subprocess.run(
+        [_tool("hadolint"), "--no-color", "--failure-threshold", "style", str(dockerfile)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "postgresql-${PG_MAJOR}-pgvector" in dockerfile.read_text()

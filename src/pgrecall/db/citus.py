@@ -125,7 +125,9 @@ def undistribute(url: str, report: Report) -> None:
         for table in (*reversed(q.DISTRIBUTED_TABLES), *q.REFERENCE_TABLES):
             if table in done:
                 conn.execute(q.SQL_UNDISTRIBUTE, (table,))
-                done = _distributed(conn)
-                report(f"{table}: a local table again")
+                # Tables joined by foreign keys (entry_links, entries) come back together.
+                left = _distributed(conn)
+                report(", ".join(sorted(done - left)) + ": local tables again")
+                done = left
         _rebuild_statistics(conn)
         report("lexical statistics rebuilt from the entries")
