@@ -19,6 +19,7 @@ Surrogate code points are not generated: JSON cannot carry them (the SDK's parse
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import os
 import re
@@ -710,6 +711,10 @@ class CallCost:
 
     async def call(self, client: Client, tool: str, args: dict[str, Any]) -> tuple[int, Any]:
         """(profiler events, result) of one tool call."""
+        # The collector off while counting: a collection that a large input's allocations happen to
+        # trigger runs the finalizers of unrelated garbage (connections, cursors, tasks) inside the
+        # call, events that depend on the heap's history, not on the input.
+        gc.disable()
         self.events, self._on = 0, True
         sys.setprofile(self._count)
         try:
@@ -718,6 +723,7 @@ class CallCost:
         finally:
             sys.setprofile(None)
             self._on = False
+            gc.enable()
         return self.events, result
 
 
