@@ -11,9 +11,12 @@ a few German and French notes; the same model, in this process), and then:
 1. runs every search of owners × modes × filters × questions on both, as the server's row-level
    security role, and compares the ranked hits (content hash, score, branch ranks);
 2. EXPLAINs each search statement on the coordinator: one task (a router plan) each;
-3. writes concurrently (adds, text updates, deletes, restores; four threads, two owners) and
+3. adds a third worker the documented way (`migrate citus --prepare-node URL`, citus_add_node,
+   `migrate citus` again, citus_rebalance_start) and repeats 1 and 2 once shards have moved there;
+4. writes concurrently (adds, text updates, deletes, restores; four threads, two owners) and
    checks that the lexical statistics equal a recount from the entries, before and after a merge;
-4. TRUNCATEs entries and checks that the statistics are empty.
+5. runs the operators' commands (token, export, import as another owner, redetect, reembed);
+6. TRUNCATEs entries and checks that the statistics are empty.
 Exit status 1 when any check fails.
 """
 
@@ -36,7 +39,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from citus_cluster import start_cluster, start_single
+from citus_cluster import Cluster, add_node, start_cluster, start_single, start_worker
 
 from pgrecall.app import App
 from pgrecall.config import Settings
@@ -246,6 +249,29 @@ def concurrent_writes(cluster: App, url: str, threads: int = 4, per_thread: int 
             "deltas_left_after_merge": pending["n"] if pending else None}  # fmt: skip
 
 
+def grow(cluster: Cluster, root: Path, home: Path) -> dict[str, Any]:
+    """Add a third worker the documented way, move shards onto it, and say where they are."""
+    worker = start_worker(cluster, root / "cluster")
+    prepared = _pgrecall(cluster.coordinator.url, home, "migrate", "citus", "--prepare-node", worker.url)
+    add_node(cluster, worker)
+    again = _pgrecall(cluster.coordinator.url, home, "migrate", "citus")
+    started = time.perf_counter()
+    with psycopg.connect(cluster.coordinator.url, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("SELECT citus_rebalance_start()")
+        conn.execute("SELECT citus_rebalance_wait()")
+        placed = conn.execute(
+            "SELECT nodeport, count(*) AS shards FROM citus_shards WHERE citus_table_type = 'distributed' "
+            "GROUP BY nodeport ORDER BY nodeport"
+        ).fetchall()
+    return {
+        "prepare_node_exit": prepared.returncode,
+        "migrate_citus_again_exit": again.returncode,
+        "rebalance_seconds": round(time.perf_counter() - started, 1),
+        "shards_by_port": {str(r["nodeport"]): r["shards"] for r in placed},
+        "new_worker_port": worker.port,
+    }
+
+
 def operations(url: str, home: Path, root: Path) -> dict[str, Any]:
     """The operator commands on the cluster: tokens, export, import as another owner, redetect, reembed."""
     out: dict[str, Any] = {}
@@ -336,6 +362,8 @@ def main() -> int:
                 "seconds": round(time.perf_counter() - started, 1),
             }
             report["searches"] = compare_searches(on_cluster, on_single)
+            report["grow"] = grow(cluster, root, home)
+            report["searches_after_rebalance"] = compare_searches(on_cluster, on_single)
             report["concurrent_writes"] = concurrent_writes(on_cluster, cluster.coordinator.url)
         report["operations"] = operations(cluster.coordinator.url, home, root)
         report["truncate"] = truncate_check(cluster.coordinator.url)
@@ -343,6 +371,12 @@ def main() -> int:
         ok = (
             all(r.returncode == 0 for r in runs) and refused.returncode == 1
             and s["identical"] == s["searches"] and s["single_task_plans"] == s["plans"]
+            and all(
+                r["identical"] == r["searches"] and r["single_task_plans"] == r["plans"]
+                for r in (report["searches_after_rebalance"],)
+            )
+            and report["grow"]["prepare_node_exit"] == 0 and report["grow"]["migrate_citus_again_exit"] == 0
+            and report["grow"]["shards_by_port"].get(str(report["grow"]["new_worker_port"]), 0) > 0
             and w["error_count"] == 0
             and w["before_merge"]["df_wrong"] == 0 and w["before_merge"]["docs_wrong"] == 0
             and w["after_merge"]["df_wrong"] == 0 and w["after_merge"]["docs_wrong"] == 0

@@ -82,7 +82,14 @@ class Server:
                 "fsync = off",  # a throw-away check cluster
             ]
             if self.citus:
-                settings += ["shared_preload_libraries = 'citus'", "citus.max_client_connections = 150"]
+                # Shard moves (citus_rebalance_start) copy shards by logical replication.
+                settings += [
+                    "shared_preload_libraries = 'citus'",
+                    "citus.max_client_connections = 150",
+                    "wal_level = logical",
+                    "max_replication_slots = 20",
+                    "max_wal_senders = 20",
+                ]
             with (self.data / "postgresql.conf").open("a") as conf:
                 conf.write("\n".join(settings) + "\n")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.data / "server.log"), "-w", "start")
@@ -139,6 +146,20 @@ def start_cluster(bin_dir: Path, root: Path, workers: int = 2) -> Cluster:
         cluster.stop()
         raise
     return cluster
+
+
+def start_worker(cluster: Cluster, root: Path) -> Server:
+    """Start one more Citus server for the cluster (not added yet: see add_node)."""
+    worker = _server(cluster.coordinator.bin_dir, root, f"worker{len(cluster.workers) + 1}", True)
+    worker.start()
+    cluster.workers.append(worker)
+    return worker
+
+
+def add_node(cluster: Cluster, worker: Server) -> None:
+    """citus_add_node on the coordinator (shards move only with a rebalance)."""
+    with psycopg.connect(cluster.coordinator.url, autocommit=True) as conn:
+        conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (worker.port,))
 
 
 def start_single(bin_dir: Path, root: Path) -> Server:

@@ -183,6 +183,7 @@ def test_citus_is_an_optional_profile_that_migrates_and_distributes(compose: dic
         assert build["dockerfile"] == "docker/citus.Dockerfile"
         assert build["args"]["CITUS_IMAGE"].startswith("citusdata/citus:"), "the official Citus image"
         assert "ports" not in services[name], "cluster nodes stay on the compose network"
+        assert "wal_level=logical" in services[name]["command"], "shard moves need logical WAL"
         volume = services[name]["volumes"][0].split(":")[0]
         assert volume in compose["volumes"]
     setup = " ".join(services["citus-setup"]["command"])

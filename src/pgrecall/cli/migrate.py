@@ -92,10 +92,18 @@ def migrate_citus(
     undo: Annotated[
         bool, typer.Option("--undo", help="The way back: make every table a plain coordinator table again.")
     ] = False,
+    prepare_node: Annotated[
+        str | None,
+        typer.Option(
+            "--prepare-node",
+            help="URL of a node about to be added (as a superuser): ready it for citus_add_node.",
+        ),
+    ] = None,
 ) -> None:
     """Distribute the store on a Citus cluster by owner (run on the coordinator, at schema head).
 
-    Repeatable: run it again after adding a worker, to set that worker up too.
+    Repeatable. To add a worker: `--prepare-node URL` first, then citus_add_node on the
+    coordinator, then this command again (it sets the new worker up), then citus_rebalance_start.
     """
     import psycopg
 
@@ -104,6 +112,12 @@ def migrate_citus(
     from pgrecall.errors import PgrecallError
 
     current = settings()
+    if prepare_node is not None:
+        try:
+            citus.prepare_node(prepare_node, lambda line: typer.echo(f"  {line}"))
+        except psycopg.Error as exc:
+            fail(f"--prepare-node: {_first_line(exc)}")
+        return
     with database(current) as db:
         try:
             schema.require_head(db.url, embedded=current.embedded)
@@ -111,6 +125,10 @@ def migrate_citus(
         except PgrecallError as exc:
             fail(str(exc))
         except psycopg.Error as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            fail(f"migrate citus stopped (run it again once fixed; done steps are kept): {first}")
+            fail(f"migrate citus stopped (run it again once fixed; done steps are kept): {_first_line(exc)}")
     typer.echo(f"{where(current)}: {'undistributed' if undo else 'distributed on Citus'}")
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

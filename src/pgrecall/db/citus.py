@@ -94,6 +94,9 @@ def distribute(url: str, report: Report) -> None:
                 report("tag indexes made again on every shard: " + ", ".join(dropped))
         else:
             report("every table was distributed already")
+        for statement in q.REPLICA_IDENTITY:
+            conn.execute(statement)
+        report("delta tables: REPLICA IDENTITY FULL (shards can be moved by a rebalance)")
         # Every run: a run stopped half-way may have counted copied rows twice; exact afterwards.
         _rebuild_statistics(conn)
         report("lexical statistics rebuilt from the entries")
@@ -103,6 +106,15 @@ def _rebuild_statistics(conn: psycopg.Connection[dict[str, object]]) -> None:
     with conn.transaction():
         for statement in q.REBUILD_STATISTICS:
             conn.execute(statement)
+
+
+def prepare_node(url: str, report: Report) -> None:
+    """Ready a new node (connected to directly, as a superuser) for citus_add_node."""
+    with _connect(url) as conn:
+        for statement in (*q.PREPARE_NODE, q.WORKER_TAG_OPERATORS):
+            conn.execute(statement)
+        conn.execute(q.WORKER_STATEMENTS[1])
+    report("node ready: extensions, the tag operators and their operator class, LEAKPROOF marks")
 
 
 def _tag_indexes(conn: psycopg.Connection[dict[str, object]], indexes: list[str]) -> None:

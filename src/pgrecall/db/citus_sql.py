@@ -216,6 +216,24 @@ $$
 """
 SQL_ON_WORKERS = "SELECT nodename, nodeport, success, result FROM run_command_on_workers(%s)"
 
+# A node about to be added (`migrate citus --prepare-node URL`, run on the node itself): adding it
+# copies every distributed table's definition there, and that of entries names the tag operator
+# class, which must exist first. pgrecall_app comes over with the other roles when it is added.
+PREPARE_NODE = (
+    "CREATE EXTENSION IF NOT EXISTS citus",
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    """
+    DO $$
+    BEGIN
+        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'pgrecall_app') THEN
+            SET LOCAL citus.enable_ddl_propagation TO off;
+            CREATE ROLE pgrecall_app NOLOGIN;
+        END IF;
+    END
+    $$
+    """,
+)
+
 # Indexes that use the tag operator class: Citus refuses to distribute a table (or to create an
 # index on one) that depends on an operator class, so they are dropped before and made again
 # after, with the dependency check off (the class exists on every worker by then).
@@ -241,6 +259,12 @@ REFERENCE_TABLES = ("api_tokens",)
 SQL_DISTRIBUTE_FIRST = "SELECT create_distributed_table('lexical_df', 'owner')"
 SQL_DISTRIBUTE = "SELECT create_distributed_table(%s, 'owner', colocate_with => 'lexical_df')"
 SQL_REFERENCE = "SELECT create_reference_table(%s)"
+# Moving a shard (citus_rebalance_start) copies it by logical replication, which needs a replica
+# identity; the insert-only delta tables have no key, so the whole row is their identity.
+REPLICA_IDENTITY = (
+    "ALTER TABLE lexical_df_delta REPLICA IDENTITY FULL",
+    "ALTER TABLE lexical_docs_delta REPLICA IDENTITY FULL",
+)
 SQL_UNDISTRIBUTE = "SELECT undistribute_table(%s, cascade_via_foreign_keys => true)"
 
 # Distributing a populated table copies its rows, which the statistics triggers count again:
