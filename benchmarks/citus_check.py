@@ -43,6 +43,7 @@ from citus_cluster import Cluster, add_node, start_cluster, start_single, start_
 
 from pgrecall.app import App
 from pgrecall.config import Settings
+from pgrecall.db.citus_sql import SQL_STATISTICS_DRIFT
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.services.search import SearchOptions
 from pgrecall.store.search import (
@@ -174,32 +175,6 @@ def compare_searches(cluster: App, single: App) -> dict[str, Any]:
             "sample_plan_head": explaining.plans[0].splitlines()[:6] if explaining.plans else []}  # fmt: skip
 
 
-SQL_STATS_DIFF = """
-WITH truth AS (
-    SELECT e.owner, e.language::text AS language, l.lexeme, count(*) AS df
-    FROM entries e CROSS JOIN LATERAL unnest(tsvector_to_array(e.tsv)) AS l(lexeme)
-    WHERE e.deleted_at IS NULL GROUP BY 1, 2, 3
-), kept AS (
-    SELECT owner, language::text AS language, lexeme, sum(df) AS df FROM (
-        SELECT owner, language, lexeme, df FROM lexical_df
-        UNION ALL SELECT owner, language, lexeme, delta FROM lexical_df_delta) AS s
-    GROUP BY 1, 2, 3 HAVING sum(df) <> 0
-)
-SELECT (SELECT count(*) FROM truth FULL JOIN kept USING (owner, language, lexeme)
-        WHERE truth.df IS DISTINCT FROM kept.df) AS df_wrong,
-       (SELECT count(*) FROM (
-            SELECT owner, language::text, count(*) AS n, sum(length(tsv)) AS len FROM entries
-            WHERE deleted_at IS NULL GROUP BY 1, 2) AS t
-        FULL JOIN (
-            SELECT owner, language::text, sum(n_docs) AS n, sum(total_len) AS len FROM (
-                SELECT owner, language, n_docs, total_len FROM lexical_docs
-                UNION ALL SELECT owner, language, n_docs, total_len FROM lexical_docs_delta) AS s
-            GROUP BY 1, 2 HAVING sum(n_docs) <> 0) AS k USING (owner, language)
-        WHERE t.n IS DISTINCT FROM k.n OR t.len IS DISTINCT FROM k.len) AS docs_wrong,
-       (SELECT count(*) FROM entries WHERE deleted_at IS NULL) AS live
-"""
-
-
 def concurrent_writes(cluster: App, url: str, threads: int = 4, per_thread: int = 30) -> dict[str, Any]:
     """Adds, updates, deletes and restores from several threads; then the statistics against a recount."""
     errors: list[str] = []
@@ -239,10 +214,10 @@ def concurrent_writes(cluster: App, url: str, threads: int = 4, per_thread: int 
         w.join()
     elapsed = time.perf_counter() - started
     with psycopg.connect(url, row_factory=dict_row) as conn:
-        before = conn.execute(SQL_STATS_DIFF).fetchone()
+        before = conn.execute(SQL_STATISTICS_DRIFT).fetchone()
         conn.execute("SELECT pgrecall_lexical_compact()")
         conn.commit()
-        after = conn.execute(SQL_STATS_DIFF).fetchone()
+        after = conn.execute(SQL_STATISTICS_DRIFT).fetchone()
         pending = conn.execute("SELECT count(*) AS n FROM lexical_df_delta").fetchone()
     return {"writes": threads * per_thread, "seconds": round(elapsed, 2), "errors": errors[:5],
             "error_count": len(errors), "before_merge": before, "after_merge": after,

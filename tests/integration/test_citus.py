@@ -25,38 +25,12 @@ from tests.helpers.subprocess_server import run_pgrecall, server_env
 CITUS_BIN = os.environ.get("PGRECALL_CITUS_PG_BIN")
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
-# Statistics as kept (base + deltas) against a recount from the live entries: rows that differ.
-SQL_STATS_WRONG = """
-WITH truth AS (
-    SELECT e.owner, e.language::text AS language, l.lexeme, count(*) AS df
-    FROM entries e CROSS JOIN LATERAL unnest(tsvector_to_array(e.tsv)) AS l(lexeme)
-    WHERE e.deleted_at IS NULL GROUP BY 1, 2, 3
-), kept AS (
-    SELECT owner, language::text AS language, lexeme, sum(df) AS df FROM (
-        SELECT owner, language, lexeme, df FROM lexical_df
-        UNION ALL SELECT owner, language, lexeme, delta FROM lexical_df_delta) AS s
-    GROUP BY 1, 2, 3 HAVING sum(df) <> 0
-), docs AS (
-    SELECT owner, language::text AS language, count(*) AS n, sum(length(tsv)) AS len FROM entries
-    WHERE deleted_at IS NULL GROUP BY 1, 2
-), kept_docs AS (
-    SELECT owner, language::text AS language, sum(n_docs) AS n, sum(total_len) AS len FROM (
-        SELECT owner, language, n_docs, total_len FROM lexical_docs
-        UNION ALL SELECT owner, language, n_docs, total_len FROM lexical_docs_delta) AS s
-    GROUP BY 1, 2 HAVING sum(n_docs) <> 0
-)
-SELECT (SELECT count(*) FROM truth FULL JOIN kept USING (owner, language, lexeme)
-        WHERE truth.df IS DISTINCT FROM kept.df)
-     + (SELECT count(*) FROM docs FULL JOIN kept_docs USING (owner, language)
-        WHERE docs.n IS DISTINCT FROM kept_docs.n OR docs.len IS DISTINCT FROM kept_docs.len) AS wrong
-"""
-
 
 def _wrong(url: str) -> int:
     with psycopg.connect(url, row_factory=dict_row) as conn:
-        row = conn.execute(SQL_STATS_WRONG).fetchone()
+        row = conn.execute(citus_sql.SQL_STATISTICS_DRIFT).fetchone()
     assert row is not None
-    return int(row["wrong"])
+    return int(row["df_wrong"]) + int(row["docs_wrong"])
 
 
 def test_migrate_citus_refuses_a_server_without_citus(settings: Settings) -> None:

@@ -286,3 +286,31 @@ REBUILD_STATISTICS = (
     GROUP BY owner, language
     """,
 )
+
+# The lexical statistics as kept (base + deltas) against a recount from the live entries: how many
+# (owner, language, lexeme) and (owner, language) rows differ. Zero on a healthy store, single
+# server or cluster (benchmarks/citus_check.py and tests/integration/test_citus.py read it).
+SQL_STATISTICS_DRIFT = """
+WITH truth AS (
+    SELECT e.owner, e.language::text AS language, l.lexeme, count(*) AS df
+    FROM entries e CROSS JOIN LATERAL unnest(tsvector_to_array(e.tsv)) AS l(lexeme)
+    WHERE e.deleted_at IS NULL GROUP BY 1, 2, 3
+), kept AS (
+    SELECT owner, language::text AS language, lexeme, sum(df) AS df FROM (
+        SELECT owner, language, lexeme, df FROM lexical_df
+        UNION ALL SELECT owner, language, lexeme, delta FROM lexical_df_delta) AS s
+    GROUP BY 1, 2, 3 HAVING sum(df) <> 0
+)
+SELECT (SELECT count(*) FROM truth FULL JOIN kept USING (owner, language, lexeme)
+        WHERE truth.df IS DISTINCT FROM kept.df) AS df_wrong,
+       (SELECT count(*) FROM (
+            SELECT owner, language::text, count(*) AS n, sum(length(tsv)) AS len FROM entries
+            WHERE deleted_at IS NULL GROUP BY 1, 2) AS t
+        FULL JOIN (
+            SELECT owner, language::text, sum(n_docs) AS n, sum(total_len) AS len FROM (
+                SELECT owner, language, n_docs, total_len FROM lexical_docs
+                UNION ALL SELECT owner, language, n_docs, total_len FROM lexical_docs_delta) AS s
+            GROUP BY 1, 2 HAVING sum(n_docs) <> 0) AS k USING (owner, language)
+        WHERE t.n IS DISTINCT FROM k.n OR t.len IS DISTINCT FROM k.len) AS docs_wrong,
+       (SELECT count(*) FROM entries WHERE deleted_at IS NULL) AS live
+"""
