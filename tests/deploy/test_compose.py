@@ -118,14 +118,18 @@ def test_no_secret_is_written_in_the_compose_file(compose: dict[str, Any]) -> No
     assert all(line.endswith("=change-me") for line in settings if SECRET_NAME.search(line.split("=")[0]))
 
 
-def test_dockerfile_passes_hadolint() -> None:
+def _assert_hadolint_clean(dockerfile: Path) -> None:
     result = subprocess.run(
-        [_tool("hadolint"), "--no-color", "--failure-threshold", "style", str(DOCKERFILE)],
+        [_tool("hadolint"), "--no-color", "--failure-threshold", "style", str(dockerfile)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    _assert_hadolint_clean(DOCKERFILE)
 
 
 def test_dockerfile_shape() -> None:
@@ -202,11 +206,5 @@ def test_citus_is_an_optional_profile_that_migrates_and_distributes(compose: dic
 
 def test_citus_dockerfile_passes_hadolint_and_adds_pgvector() -> None:
     dockerfile = ROOT / "docker" / "citus.Dockerfile"
-    result = subprocess.run(
-        [_tool("hadolint"), "--no-color", "--failure-threshold", "style", str(dockerfile)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    _assert_hadolint_clean(dockerfile)
     assert "postgresql-${PG_MAJOR}-pgvector" in dockerfile.read_text()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -14,6 +15,13 @@ SESSION_COOKIE = "pgrecall_ui"
 # (double-submit: this cookie and a hidden field must agree).
 SIGNIN_COOKIE = "pgrecall_ui_signin"
 COOKIE_PATH = "/ui"
+# Every cookie of ours, set or cleared: only for /ui, never readable by script, never cross-site.
+_COOKIE_ATTRIBUTES: dict[str, Any] = {
+    "path": COOKIE_PATH,
+    "secure": True,
+    "httponly": True,
+    "samesite": "strict",
+}
 
 # No script at all, styles only from our own file, forms only to ourselves, never framed.
 CONTENT_SECURITY_POLICY = (
@@ -42,27 +50,17 @@ def secured(response: Response) -> Response:
 
 def set_session_cookie(response: Response, session: Session) -> None:
     """Hand the browser its session id: HttpOnly, Secure, SameSite=Strict, only for /ui."""
-    response.set_cookie(
-        SESSION_COOKIE,
-        session.id,
-        max_age=SESSION_SECONDS,
-        path=COOKIE_PATH,
-        secure=True,
-        httponly=True,
-        samesite="strict",
-    )
+    response.set_cookie(SESSION_COOKIE, session.id, max_age=SESSION_SECONDS, **_COOKIE_ATTRIBUTES)
 
 
 def clear_cookie(response: Response, name: str) -> None:
     """Make the browser forget a cookie of ours."""
-    response.delete_cookie(name, path=COOKIE_PATH, secure=True, httponly=True, samesite="strict")
+    response.delete_cookie(name, **_COOKIE_ATTRIBUTES)
 
 
 def set_signin_cookie(response: Response, token: str) -> None:
     """Set the sign-in form's CSRF token as a cookie; the form carries the same value."""
-    response.set_cookie(
-        SIGNIN_COOKIE, token, max_age=3600, path=COOKIE_PATH, secure=True, httponly=True, samesite="strict"
-    )
+    response.set_cookie(SIGNIN_COOKIE, token, max_age=3600, **_COOKIE_ATTRIBUTES)
 
 
 def same_token(given: object, expected: str | None) -> bool:
