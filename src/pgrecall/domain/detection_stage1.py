@@ -31,6 +31,13 @@ CYRILLIC_ALPHABETS = {
     "mn": "абвгдеёжзийклмнопрстуфхцчшщъыьэюяөү",
 }
 CYRILLIC_MARKERS = {"uk": "ґєії", "be": "ўі", "sr": "ђћјљњџ", "mk": "ѓќѕјљњџ", "kk": "әғқңөұүһі", "mn": "өү"}
+# Alphabets holding all of Russian's: a Russian text fits them, so they must show a letter of their own.
+# Serbian and Macedonian lack й, ы, ь, я, ю, щ…: a text that fits their alphabet is evidence enough.
+RUSSIAN_SUPERSETS = frozenset(
+    lang
+    for lang, alphabet in CYRILLIC_ALPHABETS.items()
+    if lang != "ru" and set(CYRILLIC_ALPHABETS["ru"]) <= set(alphabet)
+)
 # Letters Russian writes and Ukrainian/Bulgarian never do: their absence keeps those two in the running.
 RUSSIAN_ONLY = set("ыэёъ")
 
@@ -77,7 +84,7 @@ def _cyrillic(text: str) -> FirstStage:
     for lang, alphabet in CYRILLIC_ALPHABETS.items():
         if not letters <= set(alphabet):
             continue
-        marked = lang not in CYRILLIC_MARKERS or bool(letters & set(CYRILLIC_MARKERS[lang]))
+        marked = lang not in RUSSIAN_SUPERSETS or bool(letters & set(CYRILLIC_MARKERS[lang]))
         if marked or (lang == "uk" and not letters & RUSSIAN_ONLY):
             kept.append(lang)
     if len(kept) == 1:

@@ -26,6 +26,8 @@ class BeirDoc:
     id: str
     title: str
     text: str
+    # Optional "language" (ISO 639-1) of the record: what a per-language BM25 reference stems it as.
+    language: str | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,8 @@ class BeirDataset:
     qrels: dict[str, dict[str, int]]
     split: str = "test"
     notes: list[str] = field(default_factory=list)
+    # Queries' optional "language" fields (ISO 639-1), for the per-language BM25 reference.
+    query_languages: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -132,27 +136,31 @@ def _read_corpus(path: Path, problems: _Problems) -> list[BeirDoc]:
         ident = _ident(obj, where, problems)
         text = _string(obj, "text", where, problems, required=True)
         title = _string(obj, "title", where, problems, required=False)
+        language = _string(obj, "language", where, problems, required=False)
         if ident is None or text is None or title is None:
             continue
         if ident in seen:
             problems.add(where, f"duplicate _id {ident!r} (first on line {seen[ident]})")
             continue
         seen[ident] = number
-        docs.append(BeirDoc(ident, title, text))
+        docs.append(BeirDoc(ident, title, text, language or None))
     if not docs and not problems.items:
         problems.add(path.name, "no documents")
     return docs
 
 
-def _read_queries(path: Path, problems: _Problems) -> dict[str, str]:
+def _read_queries(path: Path, problems: _Problems, languages: dict[str, str]) -> dict[str, str]:
     queries: dict[str, str] = {}
     lines: dict[str, int] = {}
     for number, obj in _jsonl(path, problems):
         where = f"{path.name}:{number}"
         ident = _ident(obj, where, problems)
         text = _string(obj, "text", where, problems, required=True)
+        language = _string(obj, "language", where, problems, required=False)
         if ident is None or text is None:
             continue
+        if language:
+            languages[ident] = language
         if ident in queries:
             problems.add(where, f"duplicate _id {ident!r} (first on line {lines[ident]})")
             continue
@@ -240,10 +248,11 @@ def load_dataset(directory: Path | str, split: str = "test") -> BeirDataset:
         raise DatasetError(f"{path}: missing {', '.join(missing)} (BEIR layout)")
     problems = _Problems()
     docs = _read_corpus(files["corpus"], problems)
-    queries = _read_queries(files["queries"], problems)
+    query_languages: dict[str, str] = {}
+    queries = _read_queries(files["queries"], problems, query_languages)
     qrels, notes = _read_qrels(files["qrels"], {d.id for d in docs}, set(queries), problems)
     problems.raise_if_any(path)
-    dataset = BeirDataset(path.resolve(), docs, queries, qrels, split, notes)
+    dataset = BeirDataset(path.resolve(), docs, queries, qrels, split, notes, query_languages)
     if not dataset.evaluated_queries():
         raise DatasetError(f"{path}: no query has a relevant (score > 0) judgement; nothing to evaluate")
     return dataset

@@ -32,6 +32,7 @@ from pgrecall.store.search import MAX_QUERY_TERMS, SQL_SEARCH
 
 OWNER = "eval"
 LEXICAL_TARGET = 0.9  # issue #7: lexical nDCG@10 ≥ 0.9 × bm25s
+HYBRID_MARGIN = 0.02  # issue #19: hybrid nDCG@10 ≥ max(vector, lexical) + 0.02
 
 
 def parse_modes(value: str | Sequence[str]) -> list[str]:
@@ -73,12 +74,13 @@ def _targets(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     if "hybrid" in ndcg and singles:
         best = max(singles, key=lambda m: ndcg[m])
         out["hybrid_vs_best_single"] = {
-            "rule": "hybrid nDCG@10 >= max(vector, lexical)",
+            "rule": f"hybrid nDCG@10 >= max(vector, lexical) + {HYBRID_MARGIN}",
             "hybrid": round(ndcg["hybrid"], 4),
             "best_single": best,
             "best_single_value": round(ndcg[best], 4),
+            "margin": round(ndcg["hybrid"] - ndcg[best], 4),
             "ratio": round(ndcg["hybrid"] / ndcg[best], 3) if ndcg[best] else None,
-            "met": ndcg["hybrid"] >= ndcg[best],
+            "met": ndcg["hybrid"] >= ndcg[best] + HYBRID_MARGIN - 1e-12,
         }
     if "lexical" in ndcg and "bm25s" in ndcg:
         ratio = ndcg["lexical"] / ndcg["bm25s"] if ndcg["bm25s"] else None
@@ -149,6 +151,8 @@ def evaluate(
     qrels = {q: dataset.qrels[q] for q in clipped}
     active = embedder if embedder is not None else create_embedder(settings)
     runs: dict[str, runner.ModeRun] = {}
+    # The configured fusion against rrf, on the same store and queries.
+    systems = [*modes, "hybrid_rrf"] if "hybrid" in modes and settings.fusion != "rrf" else list(modes)
     with loaded_store(settings, dataset, active, progress=progress, on_database=on_database) as (
         app,
         scoped,
@@ -157,13 +161,24 @@ def evaluate(
         assert app.pool is not None
         server = _server_facts(app)
         tuning = app.search.tuning
+        # Convex fusion needs the model's cosine scale; a server measures it in the background on
+        # its first search, an evaluation measures it first so that every query fuses the same way.
+        scale = app.search.warm_scale(wait=True)
         deep = runner.depth_service(scoped, app.pool, app.catalog, active, tuning)
-        for mode in modes:
-            runs[mode] = runner.run_mode(mode, app.search, deep, OWNER, clipped, loaded.beir_of, progress)
+        for system in systems:
+            runs[system] = runner.run_mode(system, app.search, deep, OWNER, clipped, loaded.beir_of, progress)
     bm25_cfg = runner.bm25_settings(loaded.report.languages)
-    bm25_top, bm25_ms = runner.bm25_run(
-        [d.beir_id for d in loaded.docs], [d.embed_text for d in loaded.docs], clipped, bm25_cfg
-    )
+    languages = {d.id: d.language for d in dataset.docs}
+    per_language = all(languages.values())
+    ids, texts = [d.beir_id for d in loaded.docs], [d.embed_text for d in loaded.docs]
+    if per_language:
+        # The collection names each text's language: the reference stems each in its own.
+        doc_languages = [str(languages[i]) for i in ids]
+        bm25_top, bm25_ms = runner.bm25_by_language_run(
+            ids, texts, doc_languages, clipped, dataset.query_languages, bm25_cfg
+        )
+    else:
+        bm25_top, bm25_ms = runner.bm25_run(ids, texts, clipped, bm25_cfg)
     results: dict[str, dict[str, Any]] = {}
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     for mode, run in runs.items():
@@ -176,6 +191,7 @@ def evaluate(
             "product_pass": {m: top[m] for m in ("nDCG@10", "RR@10")},
             "depth_pass": deep_m,
             "latency": runner.latency(run),
+            "fusion_used": dict(run.fusions),
             "degraded_queries": run.degraded,
             "queries_without_hits": run.empty,
         }
@@ -213,6 +229,19 @@ def evaluate(
             "max_query_chars": MAX_QUERY_CHARS,
             "max_query_terms": MAX_QUERY_TERMS,
             "rrf_k": tuning.rrf_k,
+            "fusion": {
+                "configured": settings.fusion,
+                "vector_weight": {
+                    "rule": "base / (1 + length_factor * ln(1 + query words)), within 0.1..0.9",
+                    "base": tuning.vector_weight_base,
+                    "length_factor": tuning.vector_weight_length_factor,
+                },
+                "model_scale": (
+                    {"unrelated": round(scale.unrelated, 4), "related": round(scale.related, 4)}
+                    if scale is not None
+                    else None
+                ),
+            },
             "tuning": asdict(tuning),
             "depth_tuning": asdict(runner.depth_tuning(tuning, runner.DEPTH)),
             "search_sql_sha256": hashlib.sha256(SQL_SEARCH.encode()).hexdigest()[:16],
@@ -224,7 +253,11 @@ def evaluate(
                 "min_confidence": settings.detect_min_confidence,
                 "min_ratio": settings.detect_min_ratio,
             },
-            "bm25s": runner.describe(bm25_cfg),
+            "bm25s": (
+                {**runner.describe(bm25_cfg), "language": "per text (the collection's language fields)"}
+                if per_language
+                else runner.describe(bm25_cfg)
+            ),
         },
         "results": results,
         "targets": _targets(results),

@@ -23,8 +23,9 @@ def table(doc: dict[str, Any]) -> str:
         f"{ds['name']}: {doc['load']['loaded']} documents, {ds['queries_evaluated']} queries, "
         f"embedder {emb['model']}",
     ]
+    lines.append(fusion_line(doc))
     header = (
-        f"{'':10}" + "".join(f"{LABELS[m]:>12}" for m in MEASURE_NAMES) + f"{'mean ms':>10}{'p95 ms':>10}"
+        f"{'':11}" + "".join(f"{LABELS[m]:>12}" for m in MEASURE_NAMES) + f"{'mean ms':>10}{'p95 ms':>10}"
     )
     lines += [header, "-" * len(header)]
     for name, result in doc["results"].items():
@@ -33,7 +34,7 @@ def table(doc: dict[str, Any]) -> str:
         mean = lat.get("mean_ms", lat.get("mean_ms_batched"))
         p95 = lat.get("p95_ms")
         lines.append(
-            f"{name:10}"
+            f"{name:11}"
             + "".join(f"{metrics[m]:>12.4f}" for m in MEASURE_NAMES)
             + f"{_fmt_ms(mean):>10}{_fmt_ms(p95):>10}"
         )
@@ -51,6 +52,72 @@ def table(doc: dict[str, Any]) -> str:
         f"skipped documents: {sum(len(v) for v in load['skipped'].values())}"
     )
     return "\n".join(lines)
+
+
+def fusion_line(doc: dict[str, Any]) -> str:
+    """How hybrid fused its branches in this evaluation, in one line."""
+    fusion = doc["settings"].get("fusion", {})
+    used = doc["results"].get("hybrid", {}).get("fusion_used", {})
+    scale = fusion.get("model_scale")
+    on_scale = (
+        f", cosine scale {scale['unrelated']:.3f} (unrelated) to {scale['related']:.3f} (related)"
+        if scale
+        else ""
+    )
+    weight = fusion.get("vector_weight") or {}
+    rule = f"{weight['base']} / (1 + {weight['length_factor']} ln(1 + words))" if weight else "-"
+    return (
+        f"fusion: {fusion.get('configured', 'rrf')} (vector weight {rule}{on_scale}); "
+        f"hybrid queries by fusion used: {used or '-'}"
+    )
+
+
+SUMMARY_SYSTEMS = ("hybrid", "hybrid_rrf", "vector", "lexical", "bm25s")
+
+
+def summary(docs: list[dict[str, Any]]) -> str:
+    """One row per collection: nDCG@10 of hybrid, hybrid with rrf, each branch and bm25s, and the margin."""
+    header = f"{'collection':18}" + "".join(f"{s:>11}" for s in SUMMARY_SYSTEMS) + f"{'margin':>9}  target"
+    lines = ["nDCG@10 per collection (margin: hybrid − max(vector, lexical))", header, "-" * len(header)]
+    for doc in docs:
+        results = doc["results"]
+        cells = "".join(
+            f"{results[s]['metrics']['nDCG@10']:>11.4f}" if s in results else f"{'-':>11}"
+            for s in SUMMARY_SYSTEMS
+        )
+        target = doc["targets"].get("hybrid_vs_best_single")
+        margin = f"{target['margin']:>+9.4f}" if target else f"{'-':>9}"
+        verdict = ("met" if target["met"] else "MISSED") if target else "-"
+        lines.append(f"{doc['dataset']['name'][:18]:18}{cells}{margin}  {verdict}")
+    return "\n".join(lines)
+
+
+def plot_collections(docs: list[dict[str, Any]], path: Path) -> None:
+    """nDCG@10 per collection: one group per collection, one bar per system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems = [s for s in SUMMARY_SYSTEMS if any(s in d["results"] for d in docs)]
+    width = 0.8 / len(systems)
+    fig, ax = plt.subplots(figsize=(max(7, 3 * len(docs)), 5), dpi=120)
+    for i, name in enumerate(systems):
+        values = [d["results"][name]["metrics"]["nDCG@10"] if name in d["results"] else 0.0 for d in docs]
+        xs = [g + (i - (len(systems) - 1) / 2) * width for g in range(len(docs))]
+        bars = ax.bar(xs, values, width * 0.95, label=name)
+        ax.bar_label(bars, labels=[f"{v:.3f}" for v in values], fontsize=7, padding=2, rotation=90)
+    ax.set_xticks(range(len(docs)), [d["dataset"]["name"] for d in docs])
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("nDCG@10")
+    fusion = docs[0]["settings"].get("fusion", {}).get("configured", "rrf")
+    ax.set_title(f"pgrecall eval: hybrid ({fusion}) vs hybrid (rrf), each branch and bm25s", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=9, ncols=len(systems), frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def write_json(doc: dict[str, Any], path: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -23,7 +24,7 @@ from psycopg_pool import ConnectionPool
 from tqdm import tqdm
 
 from pgrecall.config import Settings
-from pgrecall.domain.language import CONFIG_TO_ISO, LanguageCatalog
+from pgrecall.domain.language import CONFIG_TO_ISO, ISO_TO_CONFIG, LanguageCatalog
 from pgrecall.domain.validation import MAX_QUERY_CHARS
 from pgrecall.embeddings.base import Embedder
 from pgrecall.embeddings.cache import CachedQueryEmbedder
@@ -98,14 +99,24 @@ class ModeRun:
     sql_ms: list[float] = field(default_factory=list)
     degraded: int = 0
     empty: int = 0
+    fusions: Counter[str] = field(default_factory=Counter)
 
 
 def _ids(result: SearchResult, beir_of: Mapping[str, str]) -> list[str]:
     return [beir_of[hit.id] for hit in result.hits]
 
 
+# Evaluated systems that are a search mode with a fusion other than the configured one.
+FUSION_VARIANTS = {"hybrid_rrf": ("hybrid", "rrf")}
+
+
+def mode_and_fusion(system: str) -> tuple[str, str | None]:
+    """The search mode and fusion (None: the configured one) an evaluated system name stands for."""
+    return FUSION_VARIANTS.get(system, (system, None))
+
+
 def run_mode(
-    mode: str,
+    system: str,
     service: SearchService,
     deep: SearchService,
     owner: str,
@@ -114,17 +125,24 @@ def run_mode(
     progress: bool = True,
 ) -> ModeRun:
     """Every query through the product pass (timed) and the depth pass."""
-    run = ModeRun(mode)
+    run = ModeRun(system)
+    mode, fusion = mode_and_fusion(system)
+    options = SearchOptions(mode=mode, fusion=fusion)
     first = next(iter(queries.values()))
     # Untimed warm-up: loads the model and the connection, which the first user query of a
     # long-running server does not pay.
-    service.search(owner, first, top_k=TOP_K, options=SearchOptions(mode=mode))
+    service.search(owner, first, top_k=TOP_K, options=options)
     with tqdm(
-        queries.items(), desc=f"search {mode}", unit="query", leave=False, disable=None if progress else True
+        queries.items(),
+        desc=f"search {system}",
+        unit="query",
+        leave=False,
+        disable=None if progress else True,
     ) as bar:
         for qid, text in bar:
             started = time.perf_counter()
-            result = service.search(owner, text, top_k=TOP_K, options=SearchOptions(mode=mode))
+            result = service.search(owner, text, top_k=TOP_K, options=options)
+            run.fusions[result.fusion] += 1
             run.wall_ms.append((time.perf_counter() - started) * 1000)
             run.top[qid] = _ids(result, beir_of)
             if result.timings.embed_ms is not None:
@@ -132,9 +150,7 @@ def run_mode(
             run.sql_ms.append(result.timings.sql_ms)
             run.degraded += int(result.degraded)
             run.empty += int(not result.hits)
-            run.deep[qid] = _ids(
-                deep.search(owner, text, top_k=TOP_K, options=SearchOptions(mode=mode)), beir_of
-            )
+            run.deep[qid] = _ids(deep.search(owner, text, top_k=TOP_K, options=options), beir_of)
     return run
 
 
@@ -243,6 +259,68 @@ def bm25_run(
         qid: [doc_ids[int(d)] for d, s in zip(docs[i], scores[i], strict=True) if s > 0]
         for i, qid in enumerate(qids)
     }
+    return run, per_query_ms
+
+
+def bm25_by_language_run(
+    doc_ids: Sequence[str],
+    texts: Sequence[str],
+    doc_languages: Sequence[str],
+    queries: Mapping[str, str],
+    query_languages: Mapping[str, str],
+    cfg: Bm25Settings,
+    depth: int = DEPTH,
+) -> tuple[dict[str, list[str]], float]:
+    """bm25s over documents each stemmed in its own language (ISO codes given), each query in its own.
+
+    The reference for a store that mixes languages: one index, one vocabulary, every text tokenized
+    with its language's Snowball stemmer and bm25s stop words. A query without a language is
+    stemmed as the corpus' majority language.
+    """
+    import bm25s  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    import Stemmer  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    majority = max(set(doc_languages), key=list(doc_languages).count)
+
+    def tokenize(items: list[str], iso: str) -> list[list[str]]:
+        config = ISO_TO_CONFIG.get(iso)
+        stemmer = Stemmer.Stemmer(config) if config in Stemmer.algorithms() else None
+        stopwords = iso if iso in BM25S_STOPWORDS else None
+        return list(
+            bm25s.tokenize(
+                items,
+                lower=cfg.lower,
+                token_pattern=cfg.token_pattern,
+                stopwords=stopwords,
+                stemmer=stemmer,
+                return_ids=False,
+                show_progress=False,
+            )
+        )
+
+    def by_language(items: list[str], languages: list[str]) -> list[list[str]]:
+        out: list[list[str]] = [[] for _ in items]
+        for iso in set(languages):
+            positions = [i for i, lang in enumerate(languages) if lang == iso]
+            for i, tokens in zip(positions, tokenize([items[i] for i in positions], iso), strict=True):
+                out[i] = tokens
+        return out
+
+    retriever = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
+    retriever.index(by_language(list(texts), list(doc_languages)), show_progress=False)
+    qids = list(queries)
+    query_tokens = by_language([queries[q] for q in qids], [query_languages.get(q, majority) for q in qids])
+    started = time.perf_counter()
+    run: dict[str, list[str]] = {}
+    for qid, tokens in zip(qids, query_tokens, strict=True):
+        if not tokens:
+            run[qid] = []
+            continue
+        k = min(depth, len(doc_ids))
+        docs, scores = retriever.retrieve([tokens], k=k, show_progress=False, n_threads=1)
+        run[qid] = [doc_ids[int(d)] for d, sc in zip(docs[0], scores[0], strict=True) if sc > 0]
+    per_query_ms = (time.perf_counter() - started) * 1000 / max(1, len(qids))
     return run, per_query_ms
 
 

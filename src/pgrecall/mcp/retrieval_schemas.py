@@ -23,17 +23,28 @@ class ScoreBreakdown(BaseModel):
     cosine_similarity: float | None = Field(
         description="Cosine similarity of query and entry vectors (also for hits found by words only)."
     )
-    vector_rrf: float = Field(description="Vector branch share of the fused score: 1 / (k + vector_rank).")
+    vector_rrf: float = Field(
+        description="The vector rank's RRF term, 1 / (60 + vector_rank); 0 if not in it."
+    )
     lexical_rank: int | None = Field(
         description="Rank in the lexical branch (1 = best BM25); null if not in it."
     )
     lexical_score: float | None = Field(description="BM25 score of the entry for the query's terms.")
-    lexical_rrf: float = Field(description="Lexical branch share of the fused score: 1 / (k + lexical_rank).")
-    fused: float = Field(
-        description="vector_rrf + lexical_rrf (Reciprocal Rank Fusion) + recency: the ranking score."
+    lexical_rrf: float = Field(
+        description="The lexical rank's RRF term, 1 / (60 + lexical_rank); 0 if not in it."
     )
+    vector_share: float = Field(
+        description="The vector branch's part of `fused`: in convex fusion the vector weight × the cosine on "
+        "the model's scale (0 = typical unrelated text, 1 = typical answer); in rrf, vector_rrf."
+    )
+    lexical_share: float = Field(
+        description="The lexical branch's part of `fused`: in convex fusion the lexical weight × BM25 / the "
+        "best BM25 of this search; in rrf, lexical_rrf."
+    )
+    fused: float = Field(description="vector_share + lexical_share + recency: the ranking score.")
     recency: float = Field(
-        description="Recency term: 0.5^(age in days / recency_half_life_days) / 61; 0 when recency is off."
+        description="Recency term: 0.5^(age in days / recency_half_life_days) × what a first place in one "
+        "branch gives (1/61 in rrf, the smaller weight in convex); 0 when recency is off."
     )
     regconfig: str | None = Field(description="Text-search config whose stemmed query matched the entry.")
     matched_terms: list[str] = Field(description="Stemmed query terms (lexemes) found in the entry.")
@@ -70,7 +81,7 @@ class Hit(BaseModel):
     language: str = Field(description="Text-search config of the entry.")
     content_hash: str = Field(description="Cite it; pass it in pinned_hashes to get this exact entry back.")
     score: float = Field(
-        description="Fused RRF score (only comparable within one result list; 0 for a pin "
+        description="Fused score (see fusion; only comparable within one result list; 0 for a pin "
         "the query did not match)."
     )
     pinned: bool = Field(description="True when it is here because its hash was pinned.")
@@ -90,6 +101,14 @@ class SearchOut(BaseModel):
     selection_ignored: str | None = Field(description="Why selected_text was not used, if it was given.")
     hits: list[Hit] = Field(description="Results, best first; never more than top_k.")
     below_relevance: int = Field(description="Hits left out by min_relevance.")
+    fusion: str = Field(
+        description="How the branches were merged: convex (weighted cosine on the model's scale + "
+        "relative BM25) or rrf (Reciprocal Rank Fusion: without a query vector, before the model's "
+        "scale is measured, or when configured)."
+    )
+    fusion_weights: dict[str, float] | None = Field(
+        description="Convex fusion's weights of the vector and lexical parts; null in rrf."
+    )
     missing_pins: list[str] = Field(description="Pinned hashes that match no live entry (not an error).")
     timings: dict[str, float] = Field(
         description="Milliseconds: sql_ms (database), search_ms (embedding the query plus database), "

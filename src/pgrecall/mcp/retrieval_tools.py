@@ -118,6 +118,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 selection_ignored=result.selection_ignored,
                 hits=[hit_out(i, r, explain) for i, r in enumerate(result.items, start=1)],
                 below_relevance=result.below_relevance,
+                fusion=result.fusion,
+                fusion_weights=result.fusion_weights,
                 missing_pins=result.missing_pins,
                 timings=timings,
             )

@@ -68,6 +68,8 @@ class Retrieved:
     selection_ignored: str | None
     timings: dict[str, float] = field(default_factory=dict)
     below_relevance: int = 0  # hits the relevance floor left out (summed over the searches)
+    fusion: str = "rrf"  # how the search(es) fused their branches ("convex+rrf" when they differed)
+    fusion_weights: dict[str, float] | None = None
 
 
 def selection_text(selected_text: str | None) -> tuple[str | None, str | None]:
@@ -172,6 +174,8 @@ class RetrievalService:
             used=used,
             selection_ignored=ignored,
             below_relevance=sum(r.below_relevance for r in results),
+            fusion="+".join(dict.fromkeys(r.fusion for r in results)),
+            fusion_weights=next((r.fusion_weights for r in results if r.fusion_weights), None),
             timings={
                 "embed_ms": round(sum(r.timings.embed_ms or 0.0 for r in results), 3),
                 "sql_ms": round(sum(r.timings.sql_ms for r in results), 3),

@@ -20,6 +20,7 @@ from pgrecall.domain.text import make_snippet
 from pgrecall.domain.validation import (
     Mode,
     check_filters,
+    check_fusion,
     check_half_life,
     check_min_relevance,
     check_min_similarity,
@@ -50,6 +51,8 @@ class SearchOptions:
     min_relevance: float | None = None
     # Opt-in recency: the half-life in days of the recency term (store/search_sql.py); None: off.
     recency_half_life_days: float | None = None
+    # convex or rrf; None: the configured default (PGRECALL_FUSION).
+    fusion: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,9 @@ class ScoreBreakdown:
     fused: float
     regconfig: str | None
     matched_terms: list[str]
+    # Each branch's part of `fused` under the fusion this search used (the rrf terms in rrf).
+    vector_share: float = 0.0
+    lexical_share: float = 0.0
     # Relative to the best hit of each branch in this search (domain/relevance.py).
     vector_relevance: float | None = None
     lexical_relevance: float | None = None
@@ -119,6 +125,10 @@ class SearchResult:
     timings: SearchTimings
     # Hits the relevance floor (min_relevance) left out of this result.
     below_relevance: int = 0
+    # The fusion applied (convex falls back to rrf without a query vector or the model's scale)
+    # and, for convex, the weights of the cosine and the BM25 parts.
+    fusion: str = "rrf"
+    fusion_weights: dict[str, float] | None = None
 
 
 class SearchService:
@@ -150,6 +160,7 @@ class SearchService:
             min_similarity=check_min_similarity(options.min_similarity),
             min_relevance=check_min_relevance(options.min_relevance),
             recency_half_life_days=check_half_life(options.recency_half_life_days),
+            fusion=check_fusion(options.fusion if options.fusion is not None else self.settings.fusion),
         )
 
     def search(
@@ -198,14 +209,18 @@ class SearchService:
             min_similarity=opts.min_similarity,
             recency_half_life_days=opts.recency_half_life_days,
             tuning=self.tuning,
+            fusion=opts.fusion or "rrf",
         )
+        # The model's scale is for a question against passages: not for a passage's own vector
+        # (the near-duplicate lookup), whose cosines to other passages run higher.
+        model_scale = self._model_scale() if vector is not None and query_vector is None else None
+        if model_scale is not None:
+            params = replace(params, cos_scale=(model_scale.unrelated, model_scale.related))
+        fusion = params.fusion_used()
         sql_started = time.perf_counter()
         found = self.store.search(params)
         sql_ms = (time.perf_counter() - sql_started) * 1000
         scale = BranchScale(found.vector_candidates, found.best_cos, found.mid_cos, found.best_lex)
-        # The model's scale is for a question against passages: not for a passage's own vector
-        # (the near-duplicate lookup), whose cosines to other passages run higher.
-        model_scale = self._model_scale() if vector is not None and query_vector is None else None
         ranked = [self._hit(row, scale, model_scale) for row in found.rows]
         floor = opts.min_relevance
         kept = [hit for hit in ranked if floor is None or hit.breakdown.relevance >= floor]
@@ -228,6 +243,8 @@ class SearchService:
             vector_candidates=found.vector_candidates,
             embedding_model=params.model,
             below_relevance=len(ranked) - len(kept),
+            fusion=fusion,
+            fusion_weights=_weights(self.tuning.vector_weight(clean)) if fusion == "convex" else None,
             timings=SearchTimings(
                 embed_ms=round(embed_ms, 3) if embed_ms is not None else None,
                 sql_ms=round(sql_ms, 3),
@@ -296,6 +313,8 @@ class SearchService:
                 lexical_score=row.lex_score,
                 lexical_rrf=row.lex_rrf,
                 fused=row.fused,
+                vector_share=row.vec_part,
+                lexical_share=row.lex_part,
                 regconfig=row.lex_cfg,
                 matched_terms=row.matched,
                 vector_relevance=_rounded(judged.vector),
@@ -305,6 +324,10 @@ class SearchService:
                 relevance=round(judged.overall, 4),
             ),
         )
+
+
+def _weights(vector: float) -> dict[str, float]:
+    return {"vector": round(vector, 6), "lexical": round(1.0 - vector, 6)}
 
 
 def _rounded(value: float | None) -> float | None:

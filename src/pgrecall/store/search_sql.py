@@ -127,6 +127,22 @@ lexdf AS MATERIALIZED (
     GROUP BY s.lexeme, s.language
     HAVING sum(s.df) > 0
 ),
+coverage AS MATERIALIZED (
+    -- How many of the query's word positions each language's vocabulary (df > 0) holds.
+    SELECT q.cfg, coalesce(sum(q.qtf) FILTER (WHERE EXISTS (
+               SELECT 1 FROM lexdf d WHERE d.lexeme = q.lexeme AND d.language = q.cfg)), 0)::float8 AS hits
+    FROM qterms q
+    GROUP BY q.cfg
+),
+covered AS MATERIALIZED (
+    -- The languages the query can be written in, each with its share of the best one's coverage:
+    -- below cover_ratio a language is not searched, and its BM25 counts share^cover_power. A German
+    -- query stemmed as English finds few English words; searched in English at full weight, its
+    -- stray matches (names, loan words) outrank the German entries on English idf.
+    SELECT cfg, hits / nullif((SELECT max(hits) FROM coverage), 0.0) AS share
+    FROM coverage
+    WHERE hits > 0 AND hits >= %(cover_ratio)s * (SELECT max(hits) FROM coverage)
+),
 postings AS MATERIALIZED (
     SELECT lexeme, sum(posting) OVER (ORDER BY posting, lexeme) AS upto,
            row_number() OVER (ORDER BY posting, lexeme) AS nth
@@ -136,6 +152,7 @@ postings AS MATERIALIZED (
         SELECT d.lexeme, sum(d.df) AS posting FROM lexdf d
         WHERE d.lexeme IN (
             SELECT q.lexeme FROM qterms q JOIN lexdf x ON x.lexeme = q.lexeme AND x.language = q.cfg
+            WHERE q.cfg IN (SELECT cfg FROM covered)
         )
         GROUP BY d.lexeme
     ) p
@@ -151,6 +168,7 @@ terms AS MATERIALIZED (
         FROM qterms q
         JOIN lexdf d ON d.lexeme = q.lexeme AND d.language = q.cfg
         JOIN postings p ON p.lexeme = q.lexeme
+        WHERE q.cfg IN (SELECT cfg FROM covered)
     ) s
     WHERE n <= %(max_terms)s
 ),
@@ -182,12 +200,13 @@ cand AS (
     SELECT * FROM cand_rare UNION ALL SELECT * FROM cand_common
 ),
 scored AS MATERIALIZED (
-    SELECT c.id, c.cfg, (%(k1)s + 1.0) * (CASE
+    SELECT c.id, c.cfg, power(v.share, %(cover_power)s) * (%(k1)s + 1.0) * (CASE
                WHEN t.n <= 8 THEN <slots8>
                WHEN t.n <= 16 THEN <slots16>
                ELSE <slots32> END) AS score
     FROM cand c
     JOIN langterms t ON t.cfg = c.cfg
+    JOIN covered v ON v.cfg = c.cfg
     CROSS JOIN LATERAL (SELECT %(k1)s * (1.0 - %(b)s + %(b)s * c.dl / t.avgdl) AS norm) n
 ),
 lex AS MATERIALIZED (
@@ -213,30 +232,55 @@ vec AS MATERIALIZED (
     FROM vec_raw
     WHERE 1.0 - dist >= %(min_sim)s
 ),
+lexcos AS MATERIALIZED (
+    -- Convex fusion scores every candidate on both scales: a hit found by words alone gets its
+    -- cosine here (one vector read per such row, ≤ n_lex), as its place on the model's scale.
+    SELECT l.id, 1.0 - (x.embedding::vector({dim}) <=> %(qvec)s::vector({dim})) AS cos_sim
+    FROM lex l
+    JOIN entries x ON x.owner = %(owner)s AND x.id = l.id
+    WHERE %(convex)s AND %(qvec)s::text IS NOT NULL
+      AND x.embedding_dim = {dim} AND x.embedding_model = %(model)s
+      AND l.id NOT IN (SELECT id FROM vec)
+),
+branch_scale AS MATERIALIZED (
+    SELECT (SELECT min(cos_sim) FROM vec) AS worst_cos, (SELECT max(score) FROM lex) AS best_lex
+),
 fused AS (
-    SELECT coalesce(v.id, l.id) AS id, v.rank AS vec_rank, v.cos_sim, l.rank AS lex_rank,
-           l.score AS lex_score, l.cfg AS lex_cfg,
+    -- rrf: 1 / (k + rank) per branch. convex: w × the cosine on the model's scale (0 at its
+    -- typical unrelated pair, 1 at its typical related one) + (1 − w) × BM25 / the best BM25 of
+    -- this search. A candidate one branch did not return counts as that branch's weakest: BM25 0,
+    -- or, without a vector of its own, the lowest cosine the vector branch returned.
+    SELECT coalesce(v.id, l.id) AS id, v.rank AS vec_rank, coalesce(v.cos_sim, c.cos_sim) AS cos_sim,
+           l.rank AS lex_rank, l.score AS lex_score, l.cfg AS lex_cfg,
            coalesce(1.0 / (%(k)s + v.rank), 0.0) AS vec_rrf,
-           coalesce(1.0 / (%(k)s + l.rank), 0.0) AS lex_rrf
+           coalesce(1.0 / (%(k)s + l.rank), 0.0) AS lex_rrf,
+           CASE WHEN NOT %(convex)s THEN coalesce(1.0 / (%(k)s + v.rank), 0.0)
+                WHEN s.worst_cos IS NULL THEN 0.0
+                ELSE %(w_vec)s * (coalesce(v.cos_sim, c.cos_sim, s.worst_cos) - %(cos_lo)s)
+                     / (%(cos_hi)s - %(cos_lo)s) END AS vec_part,
+           CASE WHEN NOT %(convex)s THEN coalesce(1.0 / (%(k)s + l.rank), 0.0)
+                ELSE (1.0 - %(w_vec)s) * coalesce(l.score / nullif(s.best_lex, 0.0), 0.0) END AS lex_part
     FROM vec v FULL JOIN lex l ON v.id = l.id
+    LEFT JOIN lexcos c ON c.id = l.id
+    CROSS JOIN branch_scale s
 ),
 recent AS (
-    -- Opt-in recency (half_life set): 0.5^(age / half-life) / (k + 1) added to the fused
-    -- score, so a just-updated entry gains what a first place in one branch gives and one a
-    -- half-life old half of that. Added, not multiplied: RRF scores are close together
-    -- (rank 1 and rank 20 differ by 1.3x), so any multiplicative decay over weeks would bury a
+    -- Opt-in recency (half_life set): 0.5^(age / half-life) × first_place, what a first place in
+    -- one branch gives (1 / (k + 1) in rrf), so a just-updated entry gains that and one a
+    -- half-life old half of it. Added, not multiplied: fused scores are close together
+    -- (rank 1 and rank 20 differ by 1.3x in rrf), so any multiplicative decay over weeks would bury a
     -- strongly relevant old entry. It only reorders the branches' candidates.
     SELECT f.*,
            CASE WHEN %(half_life)s::float8 IS NULL THEN 0.0
                 -- At most 1000 half-lives: 0.5^1000 is 1e-301, further would underflow float8.
                 ELSE (SELECT power(0.5, least(1000.0, greatest(0.0, extract(epoch FROM
                                    statement_timestamp() - r.updated_at) / 86400.0) / %(half_life)s::float8))
-                      FROM entries r WHERE r.owner = %(owner)s AND r.id = f.id) / (%(k)s + 1.0)
+                      FROM entries r WHERE r.owner = %(owner)s AND r.id = f.id) * %(first_place)s
            END AS recency_rrf
     FROM fused f
 ),
 top AS (
-    SELECT f.*, f.vec_rrf + f.lex_rrf + f.recency_rrf AS fused
+    SELECT f.*, f.vec_part + f.lex_part + f.recency_rrf AS fused
     FROM recent f
     -- min_sim holds for every hit, not only the vector branch's: a hit found by the
     -- lexical branch alone is kept only if its own cosine reaches it too (one vector
@@ -248,7 +292,7 @@ top AS (
              AND x.embedding_dim = {dim} AND x.embedding_model = %(model)s
              AND 1.0 - (x.embedding::vector({dim}) <=> %(qvec)s::vector({dim})) >= %(min_sim)s
        )
-    ORDER BY f.vec_rrf + f.lex_rrf + f.recency_rrf DESC, f.id
+    ORDER BY f.vec_part + f.lex_part + f.recency_rrf DESC, f.id
     LIMIT %(top_k)s
 )
 SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
@@ -266,7 +310,7 @@ SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
             WHEN e.embedding_dim = {dim} AND e.embedding_model = %(model)s
             THEN 1.0 - (e.embedding::vector({dim}) <=> %(qvec)s::vector({dim})) END AS cos_sim,
        top.vec_rrf, top.lex_rank, top.lex_score, top.recency_rrf,
-       top.lex_rrf, top.lex_cfg::text AS lex_cfg,
+       top.lex_rrf, top.vec_part, top.lex_part, top.lex_cfg::text AS lex_cfg,
        ARRAY(SELECT u.lexeme FROM langterms t, unnest(t.lexemes, t.tqs) AS u(lexeme, tq)
              WHERE t.cfg = top.lex_cfg AND e.tsv @@ u.tq ORDER BY u.lexeme) AS matched,
        e.title, left(e.body, %(body_chars)s) AS body, e.tags, e.language::text AS language,

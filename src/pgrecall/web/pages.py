@@ -36,10 +36,13 @@ class ShownHit:
 
 
 def _shown_hits(items: list[Ranked], highlighted: list[list[Piece]]) -> list[ShownHit]:
-    widest = max((r.hit.breakdown.fused for r in items if r.hit is not None), default=0.0) or 1.0
+    bars = [r.hit.breakdown for r in items if r.hit is not None]
+    sums = [max(b.vector_share, 0.0) + max(b.lexical_share, 0.0) + b.recency for b in bars]
+    widest = max(sums, default=0.0) or 1.0
 
     def px(value: float) -> int:
-        return round(CHART_WIDTH * value / widest)
+        # A convex cosine part below the model's unrelated level is negative: no bar for it.
+        return max(0, round(CHART_WIDTH * value / widest))
 
     shown = []
     for rank, (ranked, pieces) in enumerate(zip(items, highlighted, strict=True), start=1):
@@ -50,8 +53,8 @@ def _shown_hits(items: list[Ranked], highlighted: list[list[Piece]]) -> list[Sho
                 ranked=ranked,
                 pieces=pieces,
                 breakdown=b,
-                vector_px=px(b.vector_rrf) if b else 0,
-                lexical_px=px(b.lexical_rrf) if b else 0,
+                vector_px=px(b.vector_share) if b else 0,
+                lexical_px=px(b.lexical_share) if b else 0,
                 recency_px=px(b.recency) if b else 0,
             )
         )
@@ -116,6 +119,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
     asked = search_query(request.query_params)
     hits: list[ShownHit] = []
     degraded_reason = None
+    fusion = None
     if asked.query is not None:
         retrieval = RetrievalRequest(
             query=asked.query,
@@ -124,6 +128,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         )
         result = await ui.call(ui.app.retrieval.retrieve, session.owner, retrieval)
         degraded_reason = result.degraded_reason
+        fusion = result.fusion
         rows = [
             (
                 r.hit.snippet if r.hit is not None else snippet(r.entry.body),
@@ -143,6 +148,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         hits=hits,
         modes=MODES,
         degraded_reason=degraded_reason,
+        fusion=fusion,
         languages=ui.app.catalog.supported_codes(),
         chart_width=CHART_WIDTH,
     )
