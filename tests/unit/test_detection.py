@@ -183,3 +183,14 @@ def test_threads_agree_with_one_thread() -> None:
             assert a.confidence is b.confidence
         else:
             assert a.confidence == pytest.approx(b.confidence, rel=1e-9)
+
+
+def test_serbian_cyrillic_without_its_own_letters_is_still_serbian(detector: ShortTextDetector) -> None:
+    from pgrecall.domain.detection_stage1 import first_stage
+
+    # None of ђ ћ ј љ њ џ, but no letter Serbian lacks (й ы ь я ю щ …) either: Serbian stays in.
+    text = "Преузимам спискове измена са сервера"
+    assert "sr" in first_stage(text).candidates
+    assert detector.detect(text).iso == "sr"
+    # Russian shows letters Serbian does not write: Serbian is not a candidate for it.
+    assert "sr" not in first_stage("Загружаю список изменений с сервера").candidates

@@ -8,8 +8,9 @@ from dataclasses import replace
 import pytest
 
 from pgrecall.domain.entries import EntryFilters
+from pgrecall.domain.ranking import check_fusion
 from pgrecall.domain.text import make_snippet
-from pgrecall.domain.validation import check_fusion, check_mode, check_query
+from pgrecall.domain.validation import check_mode, check_query
 from pgrecall.errors import InvalidInputError
 from pgrecall.store.search import SQL_SEARCH, SearchParams, Tuning, bind, build_statement, has_filters
 

@@ -5,9 +5,23 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from pgrecall.domain.text import jaccard, shingles
+from pgrecall.errors import InvalidInputError
+
+# How hybrid search merges its branches (store/search_sql.py): convex combination or Reciprocal Rank Fusion.
+Fusion = Literal["convex", "rrf"]
+FUSIONS: tuple[Fusion, ...] = ("convex", "rrf")
+
+
+def check_fusion(fusion: str) -> Fusion:
+    """One of convex, rrf."""
+    for known in FUSIONS:
+        if fusion == known:
+            return known
+    raise InvalidInputError("fusion", f"must be one of {', '.join(FUSIONS)}, got {fusion!r}")
+
 
 # More than 80% word 3-shingle Jaccard overlap = the same entry for a reader: keep the higher-ranked.
 NEAR_DUPLICATE_JACCARD = 0.8

@@ -241,8 +241,6 @@ def parse_id(value: str | uuid.UUID, field_name: str = "id") -> uuid.UUID:
 
 Mode = Literal["hybrid", "vector", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "vector", "lexical")
-Fusion = Literal["convex", "rrf"]
-FUSIONS: tuple[Fusion, ...] = ("convex", "rrf")
 _HASH_PREFIX = "sha256:"
 
 
@@ -266,14 +264,6 @@ def check_mode(mode: str) -> Mode:
         if mode == known:
             return known
     raise InvalidInputError("mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
-
-
-def check_fusion(fusion: str) -> Fusion:
-    """One of convex, rrf."""
-    for known in FUSIONS:
-        if fusion == known:
-            return known
-    raise InvalidInputError("fusion", f"must be one of {', '.join(FUSIONS)}, got {fusion!r}")
 
 
 def check_range(after: datetime | None, before: datetime | None, field: str) -> None:

@@ -15,12 +15,12 @@ from psycopg_pool import ConnectionPool
 from pgrecall.config import Settings
 from pgrecall.domain.entries import EntryFilters, Status
 from pgrecall.domain.language import LanguageCatalog
+from pgrecall.domain.ranking import check_fusion
 from pgrecall.domain.relevance import BranchScale, relevance
 from pgrecall.domain.text import make_snippet
 from pgrecall.domain.validation import (
     Mode,
     check_filters,
-    check_fusion,
     check_half_life,
     check_min_relevance,
     check_min_similarity,
