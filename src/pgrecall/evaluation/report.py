@@ -94,30 +94,22 @@ def summary(docs: list[dict[str, Any]]) -> str:
 
 def plot_collections(docs: list[dict[str, Any]], path: Path) -> None:
     """nDCG@10 per collection: one group per collection, one bar per system."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     systems = [s for s in SUMMARY_SYSTEMS if any(s in d["results"] for d in docs)]
-    width = 0.8 / len(systems)
-    fig, ax = plt.subplots(figsize=(max(7, 3 * len(docs)), 5), dpi=120)
-    for i, name in enumerate(systems):
-        values = [d["results"][name]["metrics"]["nDCG@10"] if name in d["results"] else 0.0 for d in docs]
-        xs = [g + (i - (len(systems) - 1) / 2) * width for g in range(len(docs))]
-        bars = ax.bar(xs, values, width * 0.95, label=name)
-        ax.bar_label(bars, labels=[f"{v:.3f}" for v in values], fontsize=7, padding=2, rotation=90)
-    ax.set_xticks(range(len(docs)), [d["dataset"]["name"] for d in docs])
-    ax.set_ylim(0, 1.1)
-    ax.set_ylabel("nDCG@10")
+    series = {
+        name: [d["results"][name]["metrics"]["nDCG@10"] if name in d["results"] else 0.0 for d in docs]
+        for name in systems
+    }
     fusion = docs[0]["settings"].get("fusion", {}).get("configured", "rrf")
-    ax.set_title(f"pgrecall eval: hybrid ({fusion}) vs hybrid (rrf), each branch and bm25s", fontsize=10)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=9, ncols=len(systems), frameon=False)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    _grouped_bars(
+        [d["dataset"]["name"] for d in docs],
+        series,
+        title=f"pgrecall eval: hybrid ({fusion}) vs hybrid (rrf), each branch and bm25s",
+        ylabel="nDCG@10",
+        top=1.1,
+        path=path,
+        width_in=max(7, 3 * len(docs)),
+        upright_labels=False,
+    )
 
 
 def write_json(doc: dict[str, Any], path: Path) -> None:
@@ -128,32 +120,56 @@ def write_json(doc: dict[str, Any], path: Path) -> None:
 
 def plot(doc: dict[str, Any], path: Path) -> None:
     """A grouped bar chart: one group per measure, one bar per mode and bm25s, values on the bars."""
+    series = {name: [r["metrics"][m] for m in MEASURE_NAMES] for name, r in doc["results"].items()}
+    highest = max(v for values in series.values() for v in values)
+    ds = doc["dataset"]
+    counts = f"{doc['load']['loaded']} docs, {ds['queries_evaluated']} queries"
+    _grouped_bars(
+        [LABELS[m] for m in MEASURE_NAMES],
+        series,
+        title=f"pgrecall eval: {ds['name']} ({counts}), {doc['embedder']['model']}",
+        ylabel="score",
+        # Head room for the value labels above the tallest bar.
+        top=max(0.1, min(1.12, highest * 1.18)),
+        path=path,
+    )
+
+
+def _grouped_bars(
+    groups: list[str],
+    series: dict[str, list[float]],
+    *,
+    title: str,
+    ylabel: str,
+    top: float,
+    path: Path,
+    width_in: float = 9,
+    upright_labels: bool = True,
+) -> None:
     import matplotlib
 
     # Agg: no display needed (servers, CI); set before pyplot is imported.
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    systems = list(doc["results"])
-    width = 0.8 / len(systems)
-    fig, ax = plt.subplots(figsize=(9, 5), dpi=120)
-    for i, name in enumerate(systems):
-        values = [doc["results"][name]["metrics"][m] for m in MEASURE_NAMES]
-        xs = [g + (i - (len(systems) - 1) / 2) * width for g in range(len(MEASURE_NAMES))]
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(width_in, 5), dpi=120)
+    for i, (name, values) in enumerate(series.items()):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
         bars = ax.bar(xs, values, width * 0.95, label=name)
-        ax.bar_label(bars, labels=[f"{v:.3f}" for v in values], fontsize=8, padding=2)
-    ax.set_xticks(range(len(MEASURE_NAMES)), [LABELS[m] for m in MEASURE_NAMES])
-    highest = max(r["metrics"][m] for r in doc["results"].values() for m in MEASURE_NAMES)
-    # Head room for the value labels above the tallest bar.
-    ax.set_ylim(0, max(0.1, min(1.12, highest * 1.18)))
-    ds = doc["dataset"]
-    ax.set_title(
-        f"pgrecall eval: {ds['name']} ({doc['load']['loaded']} docs, {ds['queries_evaluated']} queries), "
-        f"{doc['embedder']['model']}",
-        fontsize=10,
-    )
-    ax.set_ylabel("score")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=9, ncols=len(systems), frameon=False)
+        labels = [f"{v:.3f}" for v in values]
+        ax.bar_label(
+            bars,
+            labels=labels,
+            fontsize=8 if upright_labels else 7,
+            padding=2,
+            rotation=0 if upright_labels else 90,
+        )
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylim(0, top)
+    ax.set_title(title, fontsize=10)
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=9, ncols=len(series), frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
