@@ -54,7 +54,7 @@ INITIALIZE = {
 }
 
 
-DETECTOR = {"kind": "full"}  # --detector
+DETECTOR = {"kind": Settings.model_fields["detector"].default}  # --detector (default: pgrecall's)
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
@@ -370,7 +370,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
     parser.add_argument("--load-old-ref", default=None, help="also run benchmarks/load.py on this commit")
     parser.add_argument("--load-seconds", type=float, default=60.0)
-    parser.add_argument("--detector", choices=["full", "compact"], default="full")
+    parser.add_argument("--detector", choices=["full", "compact"], default=DETECTOR["kind"])
     parser.add_argument(
         "--only",
         default="initialize,windows,cli,head_of_line,passages",

@@ -39,6 +39,12 @@ STAGE1_CANDIDATES = 3
 OVERWHELMING = 0.995
 SHORTCUT_MIN_WORDS = 13
 LOOKALIKE_WEIGHT = 0.5
+# From SHORTCUT_MIN_WORDS words on, high accuracy separates real languages well, and what is left
+# between a stemmable language and its unstemmable look-alike (id/ms, nb/nn) is mostly a close call
+# that the stemmable one's stemmer serves: its look-alikes count less. On both tune folds 0.1 beat
+# the baseline on long stemmable texts (+0.2 and +1.2 points right, −2.8 and −1.2 wrong) where 0.5
+# lost 0.6 points on one fold.
+LONG_LOOKALIKE_WEIGHT = 0.1
 
 _MODELS: LinguaModels | None = None
 _MODELS_LOCK = threading.Lock()
@@ -101,9 +107,9 @@ def word_count(text: str) -> int:
     return sum(1 for token in text.split() if any(ch.isalpha() for ch in token))
 
 
-def _weighted(values: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+def _weighted(values: Iterable[tuple[str, float]], lookalike: float) -> list[tuple[str, float]]:
     """Confidences with look-alikes down-weighted, renormalised, best first."""
-    scored = [(code, v * (1.0 if code in STEMMABLE else LOOKALIKE_WEIGHT)) for code, v in values]
+    scored = [(code, v * (1.0 if code in STEMMABLE else lookalike)) for code, v in values]
     total = sum(v for _, v in scored)
     if total <= 0:
         return []
@@ -147,13 +153,15 @@ class ShortTextDetector:
             return SIMPLE
         stage = first_stage(sample)
         models = lingua_models()
+        words = word_count(sample)
+        lookalike = LONG_LOOKALIKE_WEIGHT if words >= SHORTCUT_MIN_WORDS else LOOKALIKE_WEIGHT
         if stage.latin:
-            ranked = _weighted(models.low_accuracy(sample)[: max(STAGE1_CANDIDATES, 8)])
+            ranked = _weighted(models.low_accuracy(sample)[: max(STAGE1_CANDIDATES, 8)], lookalike)
             candidates = [code for code, _ in ranked[:STAGE1_CANDIDATES]]
             if not candidates:
                 return SIMPLE
             if len(candidates) == 1 or (
-                word_count(sample) >= SHORTCUT_MIN_WORDS
+                words >= SHORTCUT_MIN_WORDS
                 and ranked[0][1] >= OVERWHELMING * sum(v for _, v in ranked[:STAGE1_CANDIDATES])
             ):
                 top = ranked[:STAGE1_CANDIDATES]
@@ -165,7 +173,7 @@ class ShortTextDetector:
             candidates = [c for c in stage.candidates if c in lingua_codes()]
             if len(candidates) < 2:
                 return self._report(candidates[0], None) if candidates else SIMPLE
-        return self._decide(_weighted(models.high_accuracy(sample, candidates)))
+        return self._decide(_weighted(models.high_accuracy(sample, candidates), lookalike))
 
     def loaded_languages(self) -> list[str]:
         """ISO codes whose high-accuracy lingua models this process holds now."""

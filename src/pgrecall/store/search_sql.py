@@ -129,9 +129,11 @@ lexdf AS MATERIALIZED (
 ),
 coverage AS MATERIALIZED (
     -- How many of the query's word positions each language's vocabulary (df > 0) holds.
-    SELECT q.cfg, coalesce(sum(q.qtf) FILTER (WHERE EXISTS (
-               SELECT 1 FROM lexdf d WHERE d.lexeme = q.lexeme AND d.language = q.cfg)), 0)::float8 AS hits
+    -- A join, not EXISTS per row: a CTE has no index, and a long query (the near-duplicate check
+    -- passes a whole entry) has thousands of (language, lexeme) rows. lexdf holds each pair once.
+    SELECT q.cfg, coalesce(sum(q.qtf) FILTER (WHERE d.lexeme IS NOT NULL), 0)::float8 AS hits
     FROM qterms q
+    LEFT JOIN lexdf d ON d.lexeme = q.lexeme AND d.language = q.cfg
     GROUP BY q.cfg
 ),
 covered AS MATERIALIZED (
