@@ -281,7 +281,7 @@ def bm25_by_language_run(
     import Stemmer  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
-    majority = max(set(doc_languages), key=list(doc_languages).count)
+    majority = Counter(doc_languages).most_common(1)[0][0]
 
     def tokenize(items: list[str], iso: str) -> list[list[str]]:
         config = ISO_TO_CONFIG.get(iso)

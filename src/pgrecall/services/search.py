@@ -244,7 +244,7 @@ class SearchService:
             embedding_model=params.model,
             below_relevance=len(ranked) - len(kept),
             fusion=fusion,
-            fusion_weights=_weights(self.tuning.vector_weight(clean)) if fusion == "convex" else None,
+            fusion_weights=_weights(params.vector_weight()) if fusion == "convex" else None,
             timings=SearchTimings(
                 embed_ms=round(embed_ms, 3) if embed_ms is not None else None,
                 sql_ms=round(sql_ms, 3),

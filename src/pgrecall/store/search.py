@@ -107,6 +107,10 @@ class SearchParams:
     fusion: str = "rrf"
     cos_scale: tuple[float, float] | None = None
 
+    def vector_weight(self) -> float:
+        """Convex fusion's cosine weight for this search's query (Tuning.vector_weight)."""
+        return self.tuning.vector_weight(self.query)
+
     def fusion_used(self) -> str:
         """The fusion the statement applies: convex only with a query vector and the model's scale."""
         scale = self.cos_scale
@@ -187,7 +191,7 @@ def bind(params: SearchParams) -> dict[str, Any]:
     use_vec = params.use_vector and params.vector is not None
     convex = params.fusion_used() == "convex"
     lo, hi = params.cos_scale if convex and params.cos_scale is not None else (0.0, 1.0)
-    w_vec = t.vector_weight(params.query)
+    w_vec = params.vector_weight()
     return {
         "owner": params.owner,
         "query": params.query,

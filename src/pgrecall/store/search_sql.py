@@ -304,7 +304,7 @@ SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
        -- Each branch's own scale, for relevance relative to it (domain/relevance.py).
        (SELECT max(cos_sim) FROM vec) AS best_cos,
        (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY cos_sim) FROM vec) AS mid_cos,
-       (SELECT max(score) FROM lex) AS best_lex,
+       (SELECT best_lex FROM branch_scale) AS best_lex,
        -- A hit found by words alone gets its cosine too (one vector read per such row of the
        -- top_k): relevance judges every hit's meaning on the model's scale.
        top.id, top.fused, top.vec_rank,
