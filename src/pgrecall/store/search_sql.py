@@ -16,7 +16,7 @@ MAX_QUERY_TERMS = 32
 #
 # ef_search follows the store's size: pgvector prices the walk by ef_search, so on a
 # 10k store ef 400 makes the planner prefer an exact scan (10k TOASTed vectors, ~25 ms)
-# over the walk (~3 ms), while 100k needs 400 for recall@10 ≥ 0.98 (0.975 at 200).
+# over the walk (~3 ms), while 100k needs 400 for recall@10 ≥ 0.98 (Tuning.ef_search).
 # The function (migration 0012) sets the owner first, so that row-level security lets the
 # size lookup see the owner's statistics, then the knobs: one round trip, SET LOCAL on every node.
 SQL_IS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus"
@@ -68,7 +68,8 @@ def _slots(n: int) -> str:
 #            detoasted once here ((ARRAY[tsv])[1]), not again in every ts_rank call.
 #  cand_common only when the rare terms found fewer than top_k entries (a selective
 #            filter, a query of common words): up to n_lex more entries holding the
-#            other terms, so that the branch still fills top_k when enough rows match.
+#            other terms, rarest term first, so that the branch still fills top_k when
+#            enough rows match.
 #  scored    BM25 of each candidate over all terms of its own language (OR semantics;
 #            an entry sharing no term of its language scores 0 and is dropped). tf is
 #            recovered exactly from ts_rank on one lexeme with unit weights, which is
@@ -146,7 +147,7 @@ covered AS MATERIALIZED (
     WHERE hits > 0 AND hits >= %(cover_ratio)s * (SELECT max(hits) FROM coverage)
 ),
 postings AS MATERIALIZED (
-    SELECT lexeme, sum(posting) OVER (ORDER BY posting, lexeme) AS upto,
+    SELECT lexeme, posting, sum(posting) OVER (ORDER BY posting, lexeme) AS upto,
            row_number() OVER (ORDER BY posting, lexeme) AS nth
     FROM (
         -- Only lexemes that are a query term in a language that has them; counted over
@@ -160,9 +161,9 @@ postings AS MATERIALIZED (
     ) p
 ),
 terms AS MATERIALIZED (
-    SELECT cfg, lexeme, avgdl, idf, idf * qtf AS w, tq, picked
+    SELECT cfg, lexeme, avgdl, idf, idf * qtf AS w, tq, picked, posting
     FROM (
-        SELECT q.cfg, q.lexeme, q.avgdl, q.qtf,
+        SELECT q.cfg, q.lexeme, q.avgdl, q.qtf, p.posting,
                ln(1.0 + (q.n_docs - d.df + 0.5) / (d.df + 0.5)) AS idf,
                ('''' || replace(replace(q.lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tq,
                (p.nth = 1 OR p.upto <= %(budget)s) AS picked,
@@ -190,13 +191,25 @@ cand_rare AS MATERIALIZED (
     LIMIT %(cap)s
 ),
 cand_common AS MATERIALIZED (
-    SELECT e.id, e.language AS cfg, (ARRAY[e.tsv])[1] AS tsv, length(e.tsv)::float8 AS dl
-    FROM entries e
-    WHERE (SELECT count(*) FROM cand_rare) < %(top_k)s
-      AND e.tsv @@ (SELECT string_agg(DISTINCT tq::text, ' | ')::tsquery FROM terms WHERE NOT picked)
-      AND e.owner = %(owner)s AND e.deleted_at IS NULL {filters}
-      AND e.id NOT IN (SELECT id FROM cand_rare)
-    LIMIT %(n_lex)s
+    -- Term by term, rarest first, each with the filters, until n_lex entries: the Limit stops the
+    -- loop, so a 1%% filter never makes the GIN index list every entry holding a common word (an
+    -- OR of 200 common lexemes read 78 000 postings, 60 ms at 100k, to keep 50 of them).
+    SELECT DISTINCT ON (x.id) x.id, x.cfg, x.tsv, x.dl
+    FROM (
+        SELECT m.id, m.cfg, m.tsv, m.dl
+        FROM (SELECT tq, min(posting) AS posting FROM terms WHERE NOT picked GROUP BY tq
+              ORDER BY min(posting), tq::text) t
+        CROSS JOIN LATERAL (
+            SELECT e.id, e.language AS cfg, (ARRAY[e.tsv])[1] AS tsv, length(e.tsv)::float8 AS dl
+            FROM entries e
+            WHERE e.tsv @@ t.tq
+              AND e.owner = %(owner)s AND e.deleted_at IS NULL {filters}
+              AND e.id NOT IN (SELECT id FROM cand_rare)
+            LIMIT %(n_lex)s
+        ) m
+        WHERE (SELECT count(*) FROM cand_rare) < %(top_k)s
+        LIMIT %(n_lex)s
+    ) x
 ),
 cand AS (
     SELECT * FROM cand_rare UNION ALL SELECT * FROM cand_common
