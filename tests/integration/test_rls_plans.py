@@ -15,7 +15,7 @@ import pytest
 from pgrecall.db import migrate as schema
 from pgrecall.db.database import APP_ROLE
 from pgrecall.store.entries_sql import SQL_LIST
-from pgrecall.store.search_sql import FILTER_SQL
+from pgrecall.store.search_filters_sql import FILTER_SQL
 
 LIST_PARAMS: dict[str, Any] = {
     "owner": "alice", "include_deleted": False, "kind": None, "source": None, "source_prefix": None,

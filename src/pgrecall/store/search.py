@@ -78,6 +78,10 @@ class Tuning:
     # neither, 0.837 with power 2 (per-language BM25 reference 0.832); one language: no effect.
     language_cover_ratio: float = 0.25
     language_cover_power: float = 2.0
+    # A query of more distinct words than this picks its languages by its longest this many words
+    # (the same cover_ratio) before it is stemmed whole: the stemming work then grows with the
+    # languages the query can be in, not with every language the store holds.
+    language_probe_words: int = 8
     body_chars: int = 20_000  # body prefix fetched per hit, for the snippet
 
     def vector_weight(self, query: str) -> float:
@@ -214,6 +218,7 @@ def bind(params: SearchParams) -> dict[str, Any]:
         "w_vec": w_vec,
         "cover_ratio": t.language_cover_ratio,
         "cover_power": t.language_cover_power,
+        "probe_words": t.language_probe_words,
         "cos_lo": lo,
         "cos_hi": hi,
         "first_place": min(w_vec, 1.0 - w_vec) if convex else 1.0 / (t.rrf_k + 1.0),

@@ -1,10 +1,12 @@
-"""SQL of the hybrid search, as constants: the knobs statement, the one search statement, filter fragments."""
+"""SQL of the hybrid search, as constants: the knobs statement and the one search statement."""
 
 from __future__ import annotations
 
-from pgrecall.store.current_sql import not_expired, not_superseded
+from pgrecall.store.search_filters_sql import CURRENT_SQL, FILTER_SQL
 
 MAX_QUERY_TERMS = 32
+
+__all__ = ["CURRENT_SQL", "FILTER_SQL", "MAX_QUERY_TERMS", "SQL_IS_CITUS", "SQL_SEARCH", "SQL_SET_KNOBS"]
 
 # Per-transaction knobs. ef_search bounds the HNSW walk's candidate list;
 # iterative_scan lets a filtered walk continue until LIMIT rows pass the filters (or
@@ -48,9 +50,16 @@ def _slots(n: int) -> str:
 # Lexical branch, step by step:
 #  langs     languages (regconfigs) this owner has live entries in, with N and total
 #            length: base statistics plus not-yet-merged deltas (migration 0002).
-#  stemmed   the query stemmed once per language. to_tsvector(cfg, q) yields exactly
-#            the lexemes plainto_tsquery(cfg, q) would AND, stop words gone, and no
-#            tsquery syntax is ever parsed from user text.
+#  probe     a query of more than probe_words distinct words is first stemmed in every
+#            language by its longest probe_words words only (probe_stems); the languages
+#  probed    whose vocabulary holds cover_ratio of what the best one holds of them are the
+#            ones the whole query is stemmed in. Stemming costs ~1 µs per word and
+#            language and every later step works per (language, query word): a 140-word
+#            question in a 17-language store is stemmed 17 × 8 + ~6 × 140 times, not
+#            17 × 140. A shorter query is stemmed in every language, as it costs little.
+#  stemmed   the query stemmed once per searched language. to_tsvector(cfg, q) yields
+#            exactly the lexemes plainto_tsquery(cfg, q) would AND, stop words gone, and
+#            no tsquery syntax is ever parsed from user text.
 #  stops     query positions that any searched language drops as a stop word. The
 #            parser is shared, so positions line up across configs: "the" is dropped
 #            by english, so it is dropped from the swedish and 'simple' stemmings too;
@@ -91,11 +100,46 @@ langs AS MATERIALIZED (
     GROUP BY s.language
     HAVING sum(s.n_docs) > 0
 ),
+probe AS MATERIALIZED (
+    -- A query of more than probe_words distinct words: its longest ones (content words, the most
+    -- telling of a language), to choose the languages the whole query is stemmed in.
+    SELECT CASE WHEN count(*) > %(probe_words)s
+                THEN string_agg(w, ' ' ORDER BY n) FILTER (WHERE n <= %(probe_words)s) END AS text
+    FROM (SELECT t.lexeme AS w, row_number() OVER (ORDER BY length(t.lexeme) DESC, t.lexeme) AS n
+          FROM unnest(to_tsvector('simple', %(query)s)) AS t) s
+),
+probe_stems AS MATERIALIZED (
+    SELECT l.cfg, t.lexeme
+    FROM langs l
+    CROSS JOIN LATERAL unnest(to_tsvector(l.cfg, (SELECT text FROM probe))) AS t
+    WHERE %(lexical)s AND (SELECT text FROM probe) IS NOT NULL
+      AND (%(language)s::regconfig IS NULL OR l.cfg = %(language)s::regconfig)
+),
+probed AS MATERIALIZED (
+    -- How many probe words each language's vocabulary holds.
+    SELECT p.cfg, count(*) AS hits
+    FROM probe_stems p
+    JOIN (
+        SELECT s.lexeme, s.language FROM (
+            SELECT lexeme, language, df FROM lexical_df
+            WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM probe_stems))
+            UNION ALL
+            SELECT lexeme, language, delta FROM lexical_df_delta
+            WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM probe_stems))
+        ) s
+        GROUP BY s.lexeme, s.language
+        HAVING sum(s.df) > 0
+    ) d ON d.lexeme = p.lexeme AND d.language = p.cfg
+    GROUP BY p.cfg
+),
 stemmed AS MATERIALIZED (
     SELECT l.cfg, l.n_docs, greatest(l.total_len / l.n_docs, 1.0) AS avgdl, t.lexeme, t.positions
     FROM langs l
     CROSS JOIN LATERAL unnest(to_tsvector(l.cfg, %(query)s)) AS t
     WHERE %(lexical)s AND (%(language)s::regconfig IS NULL OR l.cfg = %(language)s::regconfig)
+      AND ((SELECT text FROM probe) IS NULL OR NOT EXISTS (SELECT FROM probed)
+           OR l.cfg IN (SELECT cfg FROM probed
+                        WHERE hits >= %(cover_ratio)s * (SELECT max(hits) FROM probed)))
 ),
 stops AS MATERIALIZED (
     SELECT array_agg(w.pos) AS pos
@@ -337,28 +381,3 @@ ORDER BY top.fused DESC, top.id
     .replace("<slots16>", _slots(16))
     .replace("<slots32>", _slots(32))
 )
-
-# Optional filters, fixed fragments over alias e; only those asked for are joined in
-# (fewer `x IS NULL OR …` guards: better plans, also generic ones). `|@>` and `|&&` are
-# @> and && for text[] only, LEAKPROOF, so the tag GIN index serves them under row-level
-# security (migration 0006). Tags, kind and source match folded to lower case (migration 0008:
-# tags_folded is the stored lower-case copy of tags); starts_with needs no LIKE escaping.
-FILTER_SQL: dict[str, str] = {
-    "kind": "lower(e.kind) = lower(%(f_kind)s)",
-    "source": "lower(e.source) = lower(%(f_source)s)",
-    "source_prefix": "starts_with(lower(e.source), lower(%(f_source_prefix)s))",
-    "language": "e.language = %(language)s::regconfig",
-    "tags_all": "e.tags_folded |@> pgrecall_fold_tags(%(f_tags_all)s::text[])",
-    "tags_any": "e.tags_folded |&& pgrecall_fold_tags(%(f_tags_any)s::text[])",
-    "created_after": "e.created_at >= %(f_created_after)s",
-    "created_before": "e.created_at < %(f_created_before)s",
-    "updated_after": "e.updated_at >= %(f_updated_after)s",
-    "updated_before": "e.updated_at < %(f_updated_before)s",
-}
-
-# What is current (migration 0009), joined in unless the caller includes such entries. Not
-# counted as filters for the HNSW knobs: they leave out few entries.
-CURRENT_SQL: dict[str, str] = {
-    "include_expired": not_expired("e"),
-    "include_superseded": not_superseded("e"),
-}
