@@ -116,7 +116,7 @@ def test_norwegian_is_reported_with_the_code_given() -> None:
 PROBE = """
 import json, sys
 from pgrecall.domain.detection import ShortTextDetector, lingua_models
-lingua_models().set_budget(int(sys.argv[2]))
+lingua_models().set_budget(int(sys.argv[2]), linger=0.0)
 det = ShortTextDetector(sys.argv[1].split())
 for text in json.loads(sys.stdin.read()):
     det.detect(text)
@@ -162,12 +162,36 @@ def test_high_accuracy_models_stay_within_the_budget() -> None:
 def test_rare_rivals_are_evicted_before_the_stores_languages() -> None:
     from pgrecall.domain.detection_models import LinguaModels
 
-    models = LinguaModels(["en", "de"], budget=2)
+    models = LinguaModels(["en", "de"], budget=2, linger=0.0)
     for _ in range(3):
         models.high_accuracy("Das ist ein kurzer Satz auf Deutsch.", ["de", "en"])
     models.high_accuracy("Dit is een korte zin in het Nederlands.", ["nl", "de"])
     assert models.resident() == ["de", "en"]
     assert models.unloads == 1
+
+
+def test_rivals_linger_through_a_burst_then_go() -> None:
+    from pgrecall.domain.detection_models import LinguaModels
+
+    now = [0.0]
+    models = LinguaModels(["en", "de"], budget=1, ceiling=3, linger=30.0, clock=lambda: now[0])
+    german, dutch = "Das ist ein kurzer Satz auf Deutsch.", "Dit is een korte zin in het Nederlands."
+    for _ in range(3):
+        models.high_accuracy(german, ["de", "en"])
+    models.high_accuracy(dutch, ["nl", "de"])
+    # Within the linger the rivals stay: the next text that meets them loads nothing.
+    assert models.resident() == ["de", "en", "nl"]
+    loads = models.loads
+    now[0] = 20.0
+    models.high_accuracy(dutch, ["nl", "de"])
+    assert models.loads == loads and models.unloads == 0
+    # Past the ceiling the least used goes at once, lingering or not.
+    models.high_accuracy("Ceci est une courte phrase en français.", ["fr", "de"])
+    assert len(models.resident()) == 3 and models.unloads == 1
+    # Once the burst is over, back to the budget: the most used language stays.
+    now[0] = 60.0
+    models.reap()
+    assert models.resident() == ["de"]
 
 
 def test_threads_agree_with_one_thread() -> None:
