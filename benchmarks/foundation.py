@@ -29,7 +29,7 @@ configs = set(json.loads(sys.argv[1]))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
 catalog = LanguageCatalog(configs)
-det = LanguageDetector(catalog, in_process_backend(catalog, Thresholds()))
+det = LanguageDetector(catalog, in_process_backend(catalog, Thresholds(), "full"))
 load = time.perf_counter() - t
 texts = ["Die Häuser am See sind im Winter kalt und still.", "The retirement plan was discussed at length.",
          "Les maisons au bord du lac sont magnifiques.", "Las casas junto al lago son muy bonitas.",

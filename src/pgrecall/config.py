@@ -122,12 +122,12 @@ class Settings(BaseSettings):
         "fuses by rrf and says so.",
     )
     detector: DetectorKind = Field(
-        default="full",
-        description="Language detector: full (default: lingua high accuracy over every stemmable language, "
-        "~650 MB once per machine in the model worker, ~1 ms a text) or compact (a first stage names a few "
-        "candidates, high accuracy decides among them: ~145 MB for a store of two or three languages, "
-        "texts in languages PostgreSQL cannot stem get 'simple' instead of a wrong stemmer; but a short "
-        "text's rival models are loaded and unloaded each time: up to ~150 ms of CPU a write).",
+        default="compact",
+        description="Language detector: compact (default: a first stage names a few candidates, lingua "
+        "high accuracy decides among them; ~145 MB for a store of two or three languages, more while a "
+        "burst of writes meets rival languages, back within 30 s; texts in languages PostgreSQL cannot "
+        "stem get 'simple' instead of a wrong stemmer) or full (lingua high accuracy over every stemmable "
+        "language: ~650 MB once per machine in the model worker, ~1 ms a text).",
     )
     models: ModelsMode = Field(
         default="worker",

@@ -71,6 +71,27 @@ def test_each_revision_steps_down_and_up_with_rows(empty_db_url: str) -> None:
     assert _count(url) == 1
 
 
+def _hnsw_options(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT DISTINCT unnest(reloptions) FROM pg_class WHERE relname LIKE 'entries_embedding_hnsw_%'"
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def test_hnsw_indexes_are_rebuilt_with_ef_construction_256_and_back(empty_db_url: str) -> None:
+    url = empty_db_url
+    schema.upgrade(url, "0012_transaction_settings")
+    with psycopg.connect(url) as conn:
+        conn.execute(INSERT, ("a row the rebuilt index must hold",))
+    assert _hnsw_options(url) == {"m=16", "ef_construction=128"}
+    schema.upgrade(url, "0013_hnsw_build")
+    assert _hnsw_options(url) == {"m=16", "ef_construction=256"}
+    schema.downgrade(url, "0012_transaction_settings")
+    assert _hnsw_options(url) == {"m=16", "ef_construction=128"}
+    assert _count(url) == 1
+
+
 def test_external_database_not_at_head_is_refused(empty_db_url: str, tmp_path: Path) -> None:
     settings = Settings(database_url=empty_db_url, home=tmp_path)
     with pytest.raises(SchemaNotAtHeadError) as info:

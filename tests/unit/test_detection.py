@@ -170,6 +170,19 @@ def test_rare_rivals_are_evicted_before_the_stores_languages() -> None:
     assert models.unloads == 1
 
 
+def test_function_words_bring_a_language_trigrams_missed(detector: ShortTextDetector) -> None:
+    from pgrecall.domain.detection import stopword_languages
+
+    text = "Die Häuser am See sind im Winter kalt und still."
+    # lingua's trigram models alone rank German 8th here (Danish first): its stop words bring it in.
+    assert stopword_languages(text) == ["de"]
+    assert detector.detect(text).iso == "de"
+    # One stray function word is no evidence; neither is a language far below the best one.
+    assert stopword_languages("Kubernetes pod restarts at noon") == []
+    assert stopword_languages("Das ist nicht der Weg, und die Tür ist im Haus of the") == ["de"]
+    assert stopword_languages("der die das und the of and") == ["de", "en"]
+
+
 def test_rivals_linger_through_a_burst_then_go() -> None:
     from pgrecall.domain.detection_models import LinguaModels
 

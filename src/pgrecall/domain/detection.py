@@ -3,11 +3,12 @@
 Non-Latin scripts go through the script rules of detection_stage1 (alphabets, function words), which
 decide alone or name a few candidates. Latin-script texts go to lingua in low-accuracy mode over every
 Latin-script language it knows (trigram models only, ~1 MB a language); its `STAGE1_CANDIDATES` best
-languages are the candidates. When a text of `SHORTCUT_MIN_WORDS` words or more has a best candidate
-holding `OVERWHELMING` of their confidence, it is the answer; otherwise lingua decides in high-accuracy
-mode over those candidates only, so a process loads the high-accuracy models (~23 MB each) of the
-languages its texts are written in and of their closest rivals,
-keeping at most `detection_models.DEFAULT_BUDGET` of them loaded between texts.
+languages are the candidates, joined by the languages whose PostgreSQL stop words the text holds most
+(`stopword_languages`). When a text of `SHORTCUT_MIN_WORDS` words or more has a best candidate
+holding `OVERWHELMING` of their confidence and its stop words name no other language, it is the
+answer; otherwise lingua decides in high-accuracy mode over those candidates only, so a process loads
+the high-accuracy models (~23 MB each) of the languages its texts are written in and of their closest
+rivals, keeping `detection_models.DEFAULT_BUDGET` of them loaded between bursts of writes.
 
 Languages we cannot stem (Malay, Nynorsk, Polish…) are candidates so that their texts are not given a
 stemmable neighbour, but their confidence counts `LOOKALIKE_WEIGHT` times: close calls go to the
@@ -18,6 +19,7 @@ mean what they mean in pgrecall.language: fewer than `min_letters` letters, or a
 
 from __future__ import annotations
 
+import re
 import threading
 import unicodedata
 from collections.abc import Iterable
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 from pgrecall.domain.detection_models import LinguaModels, latin_codes, lingua_codes
 from pgrecall.domain.detection_stage1 import first_stage
+from pgrecall.domain.stopword_profiles import STOPWORDS
 
 # Stemmable languages lingua knows (pgrecall.language.ISO_TO_CONFIG less 'ne', 'yi' and 'no' = 'nb').
 STEMMABLE = frozenset(
@@ -45,6 +48,12 @@ LOOKALIKE_WEIGHT = 0.5
 # the baseline on long stemmable texts (+0.2 and +1.2 points right, −2.8 and −1.2 wrong) where 0.5
 # lost 0.6 points on one fold.
 LONG_LOOKALIKE_WEIGHT = 0.1
+# Function words: the languages whose PostgreSQL stop words the text holds most (at least
+# STOPWORD_MIN_HITS, and half the best one's) join the trigram candidates, at most STOPWORD_CANDIDATES.
+# Trigrams alone ranked German 8th for "Die Häuser am See sind im Winter kalt und still."
+STOPWORD_CANDIDATES = 2
+STOPWORD_MIN_HITS = 2
+_WORD = re.compile(r"\w+")
 
 _MODELS: LinguaModels | None = None
 _MODELS_LOCK = threading.Lock()
@@ -107,6 +116,16 @@ def word_count(text: str) -> int:
     return sum(1 for token in text.split() if any(ch.isalpha() for ch in token))
 
 
+def stopword_languages(sample: str) -> list[str]:
+    """Languages whose stop words `sample` holds most: at least STOPWORD_MIN_HITS and half the best."""
+    words = [w.lower() for w in _WORD.findall(sample)]
+    hits = {code: sum(w in stops for w in words) for code, stops in STOPWORDS.items()}
+    best = max(hits.values(), default=0)
+    floor = max(STOPWORD_MIN_HITS, (best + 1) // 2)
+    ranked = sorted((code for code, n in hits.items() if n >= floor), key=lambda c: (-hits[c], c))
+    return ranked[:STOPWORD_CANDIDATES]
+
+
 def _weighted(values: Iterable[tuple[str, float]], lookalike: float) -> list[tuple[str, float]]:
     """Confidences with look-alikes down-weighted, renormalised, best first."""
     scored = [(code, v * (1.0 if code in STEMMABLE else lookalike)) for code, v in values]
@@ -160,7 +179,10 @@ class ShortTextDetector:
             candidates = [code for code, _ in ranked[:STAGE1_CANDIDATES]]
             if not candidates:
                 return SIMPLE
-            if len(candidates) == 1 or (
+            extra = [c for c in stopword_languages(sample) if c not in candidates]
+            if extra:
+                candidates += extra
+            elif len(candidates) == 1 or (
                 words >= SHORTCUT_MIN_WORDS
                 and ranked[0][1] >= OVERWHELMING * sum(v for _, v in ranked[:STAGE1_CANDIDATES])
             ):

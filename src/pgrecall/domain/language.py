@@ -166,8 +166,8 @@ DetectBackend = Callable[[str], Detection]
 """Detects one text's language among the catalog's codes (in this process, or in the model worker)."""
 
 
-def in_process_backend(catalog: LanguageCatalog, thresholds: Thresholds, kind: str = "full") -> DetectBackend:
-    """Detection in this process (lingua's models load on the first detection)."""
+def in_process_backend(catalog: LanguageCatalog, thresholds: Thresholds, kind: str) -> DetectBackend:
+    """Detection in this process with the `kind` detector (lingua's models load on first use)."""
     from pgrecall.domain.detectors import make_detector
 
     return make_detector(kind, catalog.supported_codes(), thresholds).detect

@@ -6,8 +6,9 @@ Create Date: 2026-11-25
 
 The vectors of a memory store are clustered (notes on one topic, near-duplicates), and a graph
 built with ef_construction = 128 needed ef_search = 800 at 100k entries for recall@10 ≥ 0.98 in
-every build (400 gave 0.974-0.980 over three builds: a parallel build inserts in a different order
-each time). Built with 256, ef_search = 400 reaches 0.981-0.985 in each of three builds (300:
+every build (400 gave 0.974-0.980 over three builds: HNSW draws each element's level at random, and
+a parallel build inserts in a different order each time, so no two builds give the same graph;
+pgvector/pgvector#786). Built with 256, ef_search = 400 reaches 0.981-0.985 in each of three builds (300:
 0.9795-0.984), and a search walks half the list it walked at 800 (`pgrecall bench`). The build
 takes ~2x as long (100k x 384-d on 2 cores: 22 s -> 45-58 s), once, in this migration.
 """
