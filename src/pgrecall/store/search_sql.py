@@ -42,6 +42,21 @@ def _slots(n: int) -> str:
     )
 
 
+def _live_df(lexemes_of: str) -> str:
+    # Document frequency of the lexemes of CTE `lexemes_of` in each of the owner's languages, as
+    # statistics plus not-yet-merged deltas (migration 0002), where it is above 0.
+    return f"""SELECT s.lexeme, s.language, sum(s.df) AS df
+    FROM (
+        SELECT lexeme, language, df FROM lexical_df
+        WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM {lexemes_of}))
+        UNION ALL
+        SELECT lexeme, language, delta FROM lexical_df_delta
+        WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM {lexemes_of}))
+    ) s
+    GROUP BY s.lexeme, s.language
+    HAVING sum(s.df) > 0"""
+
+
 # The statement. {dim} is a literal so that the planner matches the partial index
 # `WHERE embedding_dim = <dim>`, also in a generic plan, and {n_vec} (a Tuning
 # constant, never caller input) so that a generic plan prices the HNSW walk right;
@@ -120,15 +135,7 @@ probed AS MATERIALIZED (
     SELECT p.cfg, count(*) AS hits
     FROM probe_stems p
     JOIN (
-        SELECT s.lexeme, s.language FROM (
-            SELECT lexeme, language, df FROM lexical_df
-            WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM probe_stems))
-            UNION ALL
-            SELECT lexeme, language, delta FROM lexical_df_delta
-            WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM probe_stems))
-        ) s
-        GROUP BY s.lexeme, s.language
-        HAVING sum(s.df) > 0
+        <live_df probe_stems>
     ) d ON d.lexeme = p.lexeme AND d.language = p.cfg
     GROUP BY p.cfg
 ),
@@ -161,16 +168,7 @@ qterms AS MATERIALIZED (
     WHERE k.qtf > 0
 ),
 lexdf AS MATERIALIZED (
-    SELECT s.lexeme, s.language, sum(s.df) AS df
-    FROM (
-        SELECT lexeme, language, df FROM lexical_df
-        WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM qterms))
-        UNION ALL
-        SELECT lexeme, language, delta FROM lexical_df_delta
-        WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM qterms))
-    ) s
-    GROUP BY s.lexeme, s.language
-    HAVING sum(s.df) > 0
+    <live_df qterms>
 ),
 coverage AS MATERIALIZED (
     -- How many of the query's word positions each language's vocabulary (df > 0) holds.
@@ -378,6 +376,8 @@ FROM (SELECT 1) AS one
 LEFT JOIN (top JOIN entries e ON e.owner = %(owner)s AND e.id = top.id) ON true
 ORDER BY top.fused DESC, top.id
 """.replace("<slots8>", _slots(8))
+    .replace("<live_df probe_stems>", _live_df("probe_stems"))
+    .replace("<live_df qterms>", _live_df("qterms"))
     .replace("<slots16>", _slots(16))
     .replace("<slots32>", _slots(32))
 )
