@@ -46,6 +46,9 @@ def ui(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((HOST, port))
+        # Listening before the link is printed or the browser opens: a click that comes before
+        # uvicorn has started waits in the backlog instead of being refused.
+        sock.listen(128)
     except OSError as exc:
         fail(f"--port {port}: cannot listen on {HOST}: {exc.strerror}")
     taken = int(sock.getsockname()[1])
