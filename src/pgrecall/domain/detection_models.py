@@ -6,7 +6,7 @@ trigram models (~1 MB a language); high-accuracy mode adds uni-, bi-, quadri- an
 and keeps `budget` languages' high-accuracy models resident between bursts: the languages used most
 often stay. A rival loaded for one text lingers `linger` seconds after its last use (at most `ceiling`
 languages in all), so a burst of writes whose texts meet the same rivals loads each of them once
-instead of loading and unloading two models per text (~150 ms of CPU each time); once the burst is
+instead of loading and unloading two models per text (~120 ms of CPU each time); once the burst is
 over they are unloaded. glibc keeps freed model memory in its arenas, so after unloading we ask it to
 give that memory back to the system.
 
@@ -30,9 +30,9 @@ from typing import Any
 # ~23 MB. 1 keeps a store's main language loaded at about the 150 MB target; 2 would be ~20 MB over it.
 DEFAULT_BUDGET = 1
 # A burst of short technical notes meets a handful of rivals (Latin, Tagalog, Esperanto…). On the load
-# test's notes, in-process, CPU per text: 95 ms with none lingering, 29 ms with up to 6 resident, 13 ms
-# with 8, 6 ms with 12 (peak RSS 319 / 391 / 409 / 457 MB; `full`: 0.7 ms, 756 MB). Eight in all while
-# a burst lasts, back to the budget 30 s after the last text that used them.
+# test's notes (benchmarks/detection_churn.py), CPU per text: 120 ms with none lingering, 30 ms with up to
+# 6 resident, 14 ms with 8, 6 ms with 12 (peak RSS 312 / 389 / 409 / 468 MB; `full`: 0.7 ms, 825 MB).
+# Eight in all while a burst lasts, back to the budget 30 s after the last text that used them.
 DEFAULT_CEILING = 8
 DEFAULT_LINGER_SECONDS = 30.0
 
