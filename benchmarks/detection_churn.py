@@ -14,7 +14,7 @@ import random
 import resource
 import time
 
-from load import queries
+from load import note_text, queries
 
 from pgrecall.domain.detection import STEMMABLE, lingua_models
 from pgrecall.domain.detectors import make_detector
@@ -33,12 +33,10 @@ def main() -> None:
     models = lingua_models()
     models.set_budget(models.budget, linger=args.linger)
     if args.ceiling is not None:
-        models.ceiling = max(args.ceiling, models.budget)
+        models.ceiling = args.ceiling
     rng = random.Random(7)  # noqa: S311 - reproducible texts, not security
     pool = queries(rng)
-    texts = [
-        f"{rng.choice(pool)}. Observation 1-{i} recorded during the load test." for i in range(args.texts)
-    ]
+    texts = [note_text(rng.choice(pool), 1, i) for i in range(args.texts)]
     detector = make_detector(args.detector, STEMMABLE)
     detector.detect(texts[0])  # the low-accuracy models and the first text's: not the burst's cost
     loads, started = models.loads, time.process_time()
@@ -46,8 +44,9 @@ def main() -> None:
         detector.detect(text)
     cpu_ms = (time.process_time() - started) / (len(texts) - 1) * 1000
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    ceiling = max(models.ceiling, models.budget)
     print(
-        f"{args.detector}, linger {models.linger:g} s, ceiling {models.ceiling}: {cpu_ms:.1f} ms CPU a text, "
+        f"{args.detector}, linger {models.linger:g} s, ceiling {ceiling}: {cpu_ms:.1f} ms CPU a text, "
         f"{models.loads - loads} model loads, resident {' '.join(models.resident()) or '-'}, "
         f"peak RSS {peak_mb:.0f} MB"
     )

@@ -149,6 +149,11 @@ def queries(rng: random.Random, n: int = 600) -> list[str]:
     return [" ".join(q.split())[:1000] for q in out]
 
 
+def note_text(question: str, client: int, i: int) -> str:
+    """A write's text: a question-like sentence from the pool plus a marker that makes it distinct."""
+    return f"{question}. Observation {client}-{i} recorded during the load test."
+
+
 # -- the server ----------------------------------------------------------------------------------
 
 
@@ -285,8 +290,7 @@ async def run_clients(
                 if op == "search":
                     args: dict[str, Any] = {"query": rng.choice(pool), "top_k": rng.choice((5, 10))}
                 else:
-                    # Distinct texts: a question-like sentence from the pool plus a unique marker.
-                    args = {"text": f"{rng.choice(pool)}. Observation {n}-{i} recorded during the load test."}
+                    args = {"text": note_text(rng.choice(pool), n, i)}
                 i += 1
                 started = time.perf_counter()
                 try:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from pgrecall.domain.detection_models import LinguaModels, latin_codes, lingua_codes
 from pgrecall.domain.detection_stage1 import first_stage
-from pgrecall.domain.stopword_profiles import STOPWORDS
+from pgrecall.domain.stopwords import LATIN_STOPWORDS
 
 # Stemmable languages lingua knows (pgrecall.language.ISO_TO_CONFIG less 'ne', 'yi' and 'no' = 'nb').
 STEMMABLE = frozenset(
@@ -119,7 +119,7 @@ def word_count(text: str) -> int:
 def stopword_languages(sample: str) -> list[str]:
     """Languages whose stop words `sample` holds most: at least STOPWORD_MIN_HITS and half the best."""
     words = [w.lower() for w in _WORD.findall(sample)]
-    hits = {code: sum(w in stops for w in words) for code, stops in STOPWORDS.items()}
+    hits = {code: sum(w in stops for w in words) for code, stops in LATIN_STOPWORDS.items()}
     best = max(hits.values(), default=0)
     floor = max(STOPWORD_MIN_HITS, (best + 1) // 2)
     ranked = sorted((code for code, n in hits.items() if n >= floor), key=lambda c: (-hits[c], c))

@@ -91,8 +91,7 @@ class LinguaModels:
     ) -> None:
         self.low_languages = frozenset(low_languages)
         self.budget = budget
-        self._base_ceiling = ceiling
-        self.ceiling = max(ceiling, budget)
+        self.ceiling = ceiling  # never below the budget: see _evict
         self.linger = linger
         self._clock = clock
         self._lock = threading.Lock()
@@ -146,7 +145,7 @@ class LinguaModels:
         # Least used first, least recent among equals: a store's own languages outlive rare rivals.
         order = {code: i for i, code in enumerate(self._resident)}
         ranked = sorted(self._resident, key=lambda c: (self._uses[c], order[c]))
-        over_ceiling = max(len(self._resident) - self.ceiling, 0)
+        over_ceiling = max(len(self._resident) - max(self.ceiling, self.budget), 0)
         victims = ranked[:over_ceiling]
         for code in ranked[over_ceiling:]:
             if len(self._resident) - len(victims) <= self.budget:
@@ -186,7 +185,6 @@ class LinguaModels:
         """Change how many languages' high-accuracy models stay loaded (and, if given, the linger)."""
         with self._lock:
             self.budget = max(budget, 0)
-            self.ceiling = max(self._base_ceiling, self.budget)
             if linger is not None:
                 self.linger = max(linger, 0.0)
             self._evict()

@@ -9,8 +9,6 @@ from pgrecall.domain.detection import DEFAULT_THRESHOLDS, Detection, ShortTextDe
 from pgrecall.domain.detection_full import AllLanguagesDetector
 
 DetectorKind = Literal["full", "compact"]
-# Settings.detector's default too (config.py does not import the detectors).
-DEFAULT_DETECTOR: DetectorKind = "compact"
 
 
 class TextDetector(Protocol):

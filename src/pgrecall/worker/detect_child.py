@@ -40,12 +40,13 @@ class DetectorCache:
         """The detector for key, building it if needed."""
         detector = self._detectors.get(key)
         if detector is None:
-            from pgrecall.domain.detectors import DEFAULT_DETECTOR, make_detector
+            from pgrecall.config import Settings
+            from pgrecall.domain.detectors import make_detector
 
             codes, limits = key
             started = time.perf_counter()
             # PGRECALL_DETECTOR reaches the worker (and this child) in the environment it starts with.
-            detector = make_detector(os.environ.get("PGRECALL_DETECTOR", DEFAULT_DETECTOR), codes, limits)
+            detector = make_detector(Settings().detector, codes, limits)
             log.info("detector for %d languages built in %.2f s", len(codes), time.perf_counter() - started)
             self._detectors[key] = detector
         return detector
