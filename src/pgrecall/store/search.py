@@ -56,14 +56,16 @@ class Tuning:
     n_vec: int = 50  # rows each branch hands to fusion
     n_lex: int = 50
     # HNSW list from large_store on. A parallel HNSW build is not deterministic (each graph differs a
-    # little): on graphs built with ef_construction 256 (migration 0013), 100k recall@10 at 400 was
-    # 0.985 / 0.9825 / 0.981 over three builds, at 300 down to 0.9795.
-    ef_search: int = 400
+    # little): on graphs with m 16 (migration 0013), 100k recall@10 at 400 was 0.981-0.985 over three
+    # builds; with m 24 (migration 0014), 0.9955 at 300 and 0.983 at 200.
+    ef_search: int = 300
     ef_search_small: int = 200  # below large_store (10k: recall@10 1.0)
     large_store: int = 50_000  # live entries of the owner
     max_scan_tuples: int = 20_000  # iterative-scan ceiling for selective filters
     budget: int = 1_000  # lexical candidates: postings of the rarest terms (100k: 500 loses 30% nDCG on CISI)
-    cap: int = 2_000  # hard ceiling when even the rarest term alone is over budget
+    # Hard ceiling when even the rarest term alone is over budget: the GIN bitmap then hands over its
+    # first `cap` holders in table order, an arbitrary sample either way, so no more than the budget.
+    cap: int = 1_000
     k1: float = 1.2
     b: float = 0.75
     # Convex fusion: the cosine's weight w (the BM25 part has 1 − w) falls with the query's length,
