@@ -56,9 +56,9 @@ class Tuning:
     n_vec: int = 50  # rows each branch hands to fusion
     n_lex: int = 50
     # HNSW list from large_store on. A parallel HNSW build is not deterministic (each graph differs a
-    # little): on graphs with m 16 (migration 0013), 100k recall@10 at 400 was 0.981-0.985 over three
-    # builds; with m 24 (migration 0014), 0.9955 at 300 and 0.983 at 200.
-    ef_search: int = 300
+    # little): on graphs built with ef_construction 256 (migration 0013), 100k recall@10 at 400 was
+    # 0.985 / 0.9825 / 0.981 over three builds, at 300 down to 0.9795.
+    ef_search: int = 400
     ef_search_small: int = 200  # below large_store (10k: recall@10 1.0)
     large_store: int = 50_000  # live entries of the owner
     max_scan_tuples: int = 20_000  # iterative-scan ceiling for selective filters
