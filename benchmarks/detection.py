@@ -82,9 +82,8 @@ def expected(lang: str) -> str | None:
 
 
 def same(got: str | None, want: str | None) -> bool:
-    """Equal, with 'no' and 'nb' both Norwegian Bokmål."""
-    norm = {"no": "nb"}
-    return norm.get(got or "", got) == norm.get(want or "", want)
+    """The same stemmer: 'no' and 'nb' are both norwegian, 'ms' and 'id' both indonesian."""
+    return ISO_TO_CONFIG.get(got or "") == ISO_TO_CONFIG.get(want or "")
 
 
 def score(texts: list[devset.DevText], answers: list[str | None]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import pytest
 
 from pgrecall.domain.detection import Detection
 from pgrecall.domain.language import (
+    CONFIG_TO_ISO,
     SCRIPT_SAMPLE_CHARS,
     LanguageCatalog,
     LanguageDetector,
@@ -62,6 +63,13 @@ def test_script_check_reads_a_bounded_sample() -> None:
     assert unstemmable_script(english_then_japanese) is None
     assert unstemmable_script("東京タワー" + "a" * 100_000) is None
     assert unstemmable_script("東京タワー" * 1000 + "a" * 100_000) == "ja"
+
+
+def test_malay_is_stemmed_as_indonesian() -> None:
+    catalog = LanguageCatalog({"simple", "english", "indonesian"})
+    assert catalog.resolve_for_entry("ms").regconfig == "indonesian"
+    assert catalog.resolve_for_entry("id").regconfig == "indonesian"
+    assert CONFIG_TO_ISO["indonesian"] == "id"
 
 
 def test_explicit_codes() -> None:

@@ -10,7 +10,8 @@ answer; otherwise lingua decides in high-accuracy mode over those candidates onl
 the high-accuracy models (~23 MB each) of the languages its texts are written in and of their closest
 rivals, keeping `detection_models.DEFAULT_BUDGET` of them loaded between bursts of writes.
 
-Languages we cannot stem (Malay, Nynorsk, Polish…) are candidates so that their texts are not given a
+Languages that share a stemmer are one candidate (`SAME_STEMMER`: Malay counts as Indonesian).
+Languages we cannot stem (Nynorsk, Polish, Galician…) are candidates so that their texts are not given a
 stemmable neighbour, but their confidence counts `LOOKALIKE_WEIGHT` times: close calls go to the
 language we can stem, as lingua over the stemmable languages alone would have decided. Thresholds
 mean what they mean in pgrecall.language: fewer than `min_letters` letters, or a best language below
@@ -34,6 +35,9 @@ STEMMABLE = frozenset(
     ["ar", "hy", "eu", "ca", "da", "nl", "en", "et", "fi", "fr", "de", "el", "hi", "hu", "id", "ga", "it",
      "lt", "nb", "pt", "ro", "ru", "sr", "es", "sv", "ta", "tr"]
 )  # fmt: skip
+# Codes whose texts one stemmer serves, and the code their confidences are pooled under: which of the
+# two lingua prefers does not change how a text is stemmed, so it must not make a text 'simple' either.
+SAME_STEMMER = {"ms": "id"}
 # Chosen on two folds of the 'tune' half (catalogues split by hash) as the settings that beat the baseline
 # on short stemmable texts in both folds, right and wrong alike (benchmarks/detection_tune.py):
 # fold 0 90.9% right / 4.1% wrong against 86.8 / 6.1, fold 1 91.0 / 4.5 against 89.7 / 5.2. Trigrams alone
@@ -127,12 +131,15 @@ def stopword_languages(sample: str) -> list[str]:
 
 
 def _weighted(values: Iterable[tuple[str, float]], lookalike: float) -> list[tuple[str, float]]:
-    """Confidences with look-alikes down-weighted, renormalised, best first."""
-    scored = [(code, v * (1.0 if code in STEMMABLE else lookalike)) for code, v in values]
-    total = sum(v for _, v in scored)
+    """Confidences pooled per stemmer, look-alikes down-weighted, renormalised, best first."""
+    pooled: dict[str, float] = {}
+    for code, value in values:
+        code = SAME_STEMMER.get(code, code)
+        pooled[code] = pooled.get(code, 0.0) + value * (1.0 if code in STEMMABLE else lookalike)
+    total = sum(pooled.values())
     if total <= 0:
         return []
-    return sorted(((code, v / total) for code, v in scored), key=lambda kv: (-kv[1], kv[0]))
+    return sorted(((code, v / total) for code, v in pooled.items()), key=lambda kv: (-kv[1], kv[0]))
 
 
 class ShortTextDetector:

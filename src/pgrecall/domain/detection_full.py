@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from pgrecall.domain.detection import DEFAULT_THRESHOLDS, Detection, Thresholds
+from pgrecall.domain.detection import DEFAULT_THRESHOLDS, SAME_STEMMER, Detection, Thresholds
 
 # lingua keeps models per process; one detector per language set is shared by every caller.
 _BUILT: dict[tuple[str, ...], tuple[Any, dict[Any, str]]] = {}
@@ -58,15 +58,20 @@ class AllLanguagesDetector:
         detector, iso_of = _build(self.codes)
         if detector is None:
             return Detection(None, None)
-        values = detector.compute_language_confidence_values(sample)
-        if not values:
+        pooled: dict[str, float] = {}
+        for value in detector.compute_language_confidence_values(sample):
+            code = iso_of[value.language]
+            # Languages one stemmer serves count as one (ShortTextDetector does the same).
+            code = SAME_STEMMER.get(code, code) if SAME_STEMMER.get(code) in self.codes else code
+            pooled[code] = pooled.get(code, 0.0) + float(value.value)
+        ranked = sorted(pooled.items(), key=lambda kv: (-kv[1], kv[0]))
+        if not ranked:
             return Detection(None, None)
-        best = values[0]
-        runner_up = values[1].value if len(values) > 1 else 0.0
-        iso = iso_of.get(best.language)
-        if iso is None or not self.thresholds.trusted(best.value, runner_up):
-            return Detection(None, float(best.value))
-        return Detection(iso, float(best.value))
+        iso, best = ranked[0]
+        runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
+        if not self.thresholds.trusted(best, runner_up):
+            return Detection(None, best)
+        return Detection(iso, best)
 
     def loaded_languages(self) -> list[str]:
         """Every code once built (all models load together)."""

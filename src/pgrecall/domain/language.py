@@ -31,6 +31,10 @@ ISO_TO_CONFIG: dict[str, str] = {
     "hi": "hindi",
     "hu": "hungarian",
     "id": "indonesian",
+    # Malay and Indonesian are two standard forms of one language with one affix system (meN-, ber-,
+    # di-, -kan, -an, -nya…), which the Indonesian Snowball stemmer strips; lingua tells them apart
+    # only by vocabulary, so long Indonesian texts often come out Malay.
+    "ms": "indonesian",
     "ga": "irish",
     "it": "italian",
     "lt": "lithuanian",
