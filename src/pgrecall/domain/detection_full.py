@@ -60,9 +60,8 @@ class AllLanguagesDetector:
             return Detection(None, None)
         pooled: dict[str, float] = {}
         for value in detector.compute_language_confidence_values(sample):
-            code = iso_of[value.language]
             # Languages one stemmer serves count as one (ShortTextDetector does the same).
-            code = SAME_STEMMER.get(code, code) if SAME_STEMMER.get(code) in self.codes else code
+            code = SAME_STEMMER.get(iso_of[value.language], iso_of[value.language])
             pooled[code] = pooled.get(code, 0.0) + float(value.value)
         ranked = sorted(pooled.items(), key=lambda kv: (-kv[1], kv[0]))
         if not ranked:
