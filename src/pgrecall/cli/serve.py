@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import sys
 import threading
 from enum import StrEnum
@@ -104,6 +105,10 @@ def serve(
             )
         except ValueError as exc:
             fail(f"PGRECALL_HTTP_ALLOWED_HOSTS/ORIGINS or --allowed-host/--allowed-origin: {exc}", 2)
+    # Listening before anything prints (the sign-in link, "serving"): a client or a click that comes
+    # before uvicorn has started waits in the backlog instead of being refused, and a port in use
+    # fails here, before the database opens.
+    sock = _listen(host, port) if transport is Transport.http else None
     signal.signal(signal.SIGTERM, _terminate_gracefully)
 
     def make_app() -> App:
@@ -156,13 +161,28 @@ def serve(
                 )
             asgi = guarded_app(server, policy, max_request_bytes(current.max_text_chars))
             config = uvicorn.Config(asgi, host=host, port=port, log_level=log_level.lower(), log_config=None)
-            uvicorn.Server(config).run()
+            uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
     except KeyboardInterrupt:
         pass
     finally:
+        if sock is not None:
+            sock.close()
         runtime.stop()
         runtime.close()
         log.info("stopped")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port and listening, as uvicorn would bind it; exits with a message if taken."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)  # uvicorn's default backlog
+    except OSError as exc:
+        sock.close()
+        fail(f"--host {host} --port {port}: cannot listen: {exc.strerror or exc}")
+    return sock
 
 
 def _mount_ui(
