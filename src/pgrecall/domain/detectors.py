@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, Protocol
+from typing import Protocol
 
+from pgrecall.config import DetectorKind
 from pgrecall.domain.detection import DEFAULT_THRESHOLDS, Detection, ShortTextDetector, Thresholds
 from pgrecall.domain.detection_full import AllLanguagesDetector
-
-DetectorKind = Literal["full", "compact"]
 
 
 class TextDetector(Protocol):
@@ -20,7 +19,7 @@ class TextDetector(Protocol):
 
 
 def make_detector(
-    kind: str,
+    kind: DetectorKind,
     codes: Iterable[str],
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> TextDetector:

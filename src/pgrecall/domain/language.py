@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 # Thresholds live beside the detectors that apply them; re-exported for the app and the worker.
+from pgrecall.config import DetectorKind
 from pgrecall.domain.detection import Detection
 from pgrecall.domain.detection import Thresholds as Thresholds
 from pgrecall.errors import InvalidInputError
@@ -170,7 +171,7 @@ DetectBackend = Callable[[str], Detection]
 """Detects one text's language among the catalog's codes (in this process, or in the model worker)."""
 
 
-def in_process_backend(catalog: LanguageCatalog, thresholds: Thresholds, kind: str) -> DetectBackend:
+def in_process_backend(catalog: LanguageCatalog, thresholds: Thresholds, kind: DetectorKind) -> DetectBackend:
     """Detection in this process with the `kind` detector (lingua's models load on first use)."""
     from pgrecall.domain.detectors import make_detector
 
