@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from pgrecall.config import DetectorKind
 from pgrecall.domain.detection import DEFAULT_THRESHOLDS, Detection, ShortTextDetector, Thresholds
 from pgrecall.domain.detection_full import AllLanguagesDetector
+
+if TYPE_CHECKING:
+    from pgrecall.config import DetectorKind
 
 
 class TextDetector(Protocol):

@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 # Thresholds live beside the detectors that apply them; re-exported for the app and the worker.
-from pgrecall.config import DetectorKind
 from pgrecall.domain.detection import Detection
 from pgrecall.domain.detection import Thresholds as Thresholds
 from pgrecall.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from pgrecall.config import DetectorKind
 
 SIMPLE = "simple"
 
