@@ -30,7 +30,7 @@ from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import COLLECTIONS, TOP, bm25s_run, ndcg10, read_queries, store_run
-from pgrecall.services.search import SearchService
+from pgrecall.services.search import SearchOptions, SearchService
 from pgrecall.store.search import Tuning
 
 
@@ -71,7 +71,7 @@ def evaluate(server: EmbeddedServer, name: str) -> dict[str, object]:
             service = SearchService(settings, app.pool, app.catalog, None, tuning=tuning)
 
             def search(text: str, service: SearchService = service) -> list[str]:
-                result = service.search("default", text, top_k=TOP, mode="lexical")
+                result = service.search("default", text, top_k=TOP, options=SearchOptions(mode="lexical"))
                 return [key_of[h.id] for h in result.hits]
 
             out[f"pgrecall_{label}"] = round(ndcg10(store_run(search, queries), qrels), 4)
