@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pgrecall.domain.detection import Detection
+from pgrecall.domain.detection import SAME_STEMMER, Detection
 from pgrecall.domain.language import (
     CONFIG_TO_ISO,
+    ISO_TO_CONFIG,
     SCRIPT_SAMPLE_CHARS,
     LanguageCatalog,
     LanguageDetector,
@@ -70,6 +71,8 @@ def test_malay_is_stemmed_as_indonesian() -> None:
     assert catalog.resolve_for_entry("ms").regconfig == "indonesian"
     assert catalog.resolve_for_entry("id").regconfig == "indonesian"
     assert CONFIG_TO_ISO["indonesian"] == "id"
+    # The detectors pool the codes SAME_STEMMER names; each pair must share a config here.
+    assert all(ISO_TO_CONFIG[a] == ISO_TO_CONFIG[b] for a, b in SAME_STEMMER.items())
 
 
 def test_explicit_codes() -> None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import signal
-import socket
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pgrecall.cli.common import fail, settings
+from pgrecall.cli.common import settings
 
 if TYPE_CHECKING:
     from pgrecall.app import App
@@ -26,7 +25,14 @@ def ui(
 
     import uvicorn
 
-    from pgrecall.cli.serve import _log_level, _mount_ui, _open_or_fail, _terminate_gracefully, _warm_up
+    from pgrecall.cli.serve import (
+        _listen,
+        _log_level,
+        _mount_ui,
+        _open_or_fail,
+        _terminate_gracefully,
+        _warm_up,
+    )
     from pgrecall.mcp.http_guard import HostPolicy, guarded_app, max_request_bytes
     from pgrecall.mcp.observability import configure_logging
     from pgrecall.mcp.runtime import Runtime
@@ -41,16 +47,9 @@ def ui(
 
         return App(current, restricted=True)
 
-    # Bound before anything prints: with port 0 the link must name the port really taken.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((HOST, port))
-        # Listening before the link is printed or the browser opens: a click that comes before
-        # uvicorn has started waits in the backlog instead of being refused.
-        sock.listen(128)
-    except OSError as exc:
-        fail(f"--port {port}: cannot listen on {HOST}: {exc.strerror}")
+    # Listening before anything prints: with port 0 the link must name the port really taken, and a
+    # click that comes before uvicorn has started waits in the backlog instead of being refused.
+    sock = _listen(HOST, port)
     taken = int(sock.getsockname()[1])
     signal.signal(signal.SIGTERM, _terminate_gracefully)
     runtime = Runtime.deferred(current, make_app)

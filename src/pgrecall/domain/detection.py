@@ -130,16 +130,24 @@ def stopword_languages(sample: str) -> list[str]:
     return ranked[:STOPWORD_CANDIDATES]
 
 
-def _weighted(values: Iterable[tuple[str, float]], lookalike: float) -> list[tuple[str, float]]:
-    """Confidences pooled per stemmer, look-alikes down-weighted, renormalised, best first."""
+def pooled_by_stemmer(values: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """Confidences summed per stemmer (`SAME_STEMMER`), under the code the stemmer is reported by."""
     pooled: dict[str, float] = {}
     for code, value in values:
         code = SAME_STEMMER.get(code, code)
-        pooled[code] = pooled.get(code, 0.0) + value * (1.0 if code in STEMMABLE else lookalike)
-    total = sum(pooled.values())
+        pooled[code] = pooled.get(code, 0.0) + value
+    return pooled
+
+
+def _weighted(values: Iterable[tuple[str, float]], lookalike: float) -> list[tuple[str, float]]:
+    """Confidences pooled per stemmer, look-alikes down-weighted, renormalised, best first."""
+    scored = {
+        code: v * (1.0 if code in STEMMABLE else lookalike) for code, v in pooled_by_stemmer(values).items()
+    }
+    total = sum(scored.values())
     if total <= 0:
         return []
-    return sorted(((code, v / total) for code, v in pooled.items()), key=lambda kv: (-kv[1], kv[0]))
+    return sorted(((code, v / total) for code, v in scored.items()), key=lambda kv: (-kv[1], kv[0]))
 
 
 class ShortTextDetector:

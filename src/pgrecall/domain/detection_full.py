@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from pgrecall.domain.detection import DEFAULT_THRESHOLDS, SAME_STEMMER, Detection, Thresholds
+from pgrecall.domain.detection import DEFAULT_THRESHOLDS, Detection, Thresholds, pooled_by_stemmer
 
 # lingua keeps models per process; one detector per language set is shared by every caller.
 _BUILT: dict[tuple[str, ...], tuple[Any, dict[Any, str]]] = {}
@@ -58,11 +58,9 @@ class AllLanguagesDetector:
         detector, iso_of = _build(self.codes)
         if detector is None:
             return Detection(None, None)
-        pooled: dict[str, float] = {}
-        for value in detector.compute_language_confidence_values(sample):
-            # Languages one stemmer serves count as one (ShortTextDetector does the same).
-            code = SAME_STEMMER.get(iso_of[value.language], iso_of[value.language])
-            pooled[code] = pooled.get(code, 0.0) + float(value.value)
+        values = detector.compute_language_confidence_values(sample)
+        # Languages one stemmer serves count as one, as in ShortTextDetector.
+        pooled = pooled_by_stemmer((iso_of[v.language], float(v.value)) for v in values)
         ranked = sorted(pooled.items(), key=lambda kv: (-kv[1], kv[0]))
         if not ranked:
             return Detection(None, None)
