@@ -33,13 +33,19 @@ def _slots(n: int) -> str:
     # Σ qtf_i · idf_i · (1 − norm / (tf_i + norm)) over term slots 1..n: × (k1 + 1), BM25,
     # written so that tf_i, hence ts_rank, appears once per slot. `@@` first: it costs
     # a quarter of ts_rank and most terms are absent from most candidates. A slot past
-    # the language's last term holds NULL, which `@@` (strict) sends to ELSE.
+    # the language's last term holds NULL, which `@@` (strict) sends to ELSE. Each slot reads
+    # its own column of langterms (tq1, w1 … tq32, w32), not tqs[i]: subscripting an array of
+    # variable-length elements walks it from the start, 32 slots × 16 steps per candidate.
     # The braces are doubled for psycopg's sql.SQL.format.
     return " + ".join(
-        f"CASE WHEN c.tsv @@ t.tqs[{i}] THEN t.ws[{i}] * (1.0 - n.norm / (round(1.0 / (1.64493406685 * "
-        f"(1.0 - ts_rank('{{{{1,1,1,1}}}}', c.tsv, t.tqs[{i}]))) - 0.5) + n.norm)) ELSE 0.0 END"
+        f"CASE WHEN c.tsv @@ t.tq{i} THEN t.w{i} * (1.0 - n.norm / (round(1.0 / (1.64493406685 * "
+        f"(1.0 - ts_rank('{{{{1,1,1,1}}}}', c.tsv, t.tq{i}))) - 0.5) + n.norm)) ELSE 0.0 END"
         for i in range(1, n + 1)
     )
+
+
+def _slot_columns(n: int) -> str:
+    return ", ".join(f"l.tqs[{i}] AS tq{i}, l.ws[{i}] AS w{i}" for i in range(1, n + 1))
 
 
 def _live_df(lexemes_of: str) -> str:
@@ -218,12 +224,15 @@ terms AS MATERIALIZED (
     WHERE n <= %(max_terms)s
 ),
 langterms AS MATERIALIZED (
-    SELECT cfg, min(avgdl) AS avgdl, count(*) AS n,
-           array_agg(lexeme ORDER BY idf DESC, lexeme) AS lexemes,
-           array_agg(w ORDER BY idf DESC, lexeme) AS ws,
-           array_agg(tq ORDER BY idf DESC, lexeme) AS tqs
-    FROM terms
-    GROUP BY cfg
+    SELECT l.*, <slot_columns>
+    FROM (
+        SELECT cfg, min(avgdl) AS avgdl, count(*) AS n,
+               array_agg(lexeme ORDER BY idf DESC, lexeme) AS lexemes,
+               array_agg(w ORDER BY idf DESC, lexeme) AS ws,
+               array_agg(tq ORDER BY idf DESC, lexeme) AS tqs
+        FROM terms
+        GROUP BY cfg
+    ) l
 ),
 cand_rare AS MATERIALIZED (
     SELECT e.id, e.language AS cfg, (ARRAY[e.tsv])[1] AS tsv, length(e.tsv)::float8 AS dl
@@ -380,4 +389,5 @@ ORDER BY top.fused DESC, top.id
     .replace("<live_df qterms>", _live_df("qterms"))
     .replace("<slots16>", _slots(16))
     .replace("<slots32>", _slots(32))
+    .replace("<slot_columns>", _slot_columns(MAX_QUERY_TERMS))
 )
