@@ -92,6 +92,29 @@ def test_hnsw_indexes_are_rebuilt_with_ef_construction_256_and_back(empty_db_url
     assert _count(url) == 1
 
 
+def test_hnsw_indexes_are_rebuilt_with_24_links_and_back(empty_db_url: str) -> None:
+    url = empty_db_url
+    schema.upgrade(url, "0013_hnsw_build")
+    with psycopg.connect(url) as conn:
+        conn.execute(INSERT, ("a row the rebuilt index must hold",))
+    schema.upgrade(url, "0014_hnsw_degree")
+    assert _hnsw_options(url) == {"m=24", "ef_construction=256"}
+    with psycopg.connect(url) as conn:
+        conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN SELECT id FROM entries WHERE embedding_dim = 384 "
+                "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 5",
+                ("[" + ",".join(["0.05"] * 384) + "]",),
+            )
+        )
+    assert "entries_embedding_hnsw_384" in plan
+    schema.downgrade(url, "0013_hnsw_build")
+    assert _hnsw_options(url) == {"m=16", "ef_construction=256"}
+    assert _count(url) == 1
+
+
 def test_external_database_not_at_head_is_refused(empty_db_url: str, tmp_path: Path) -> None:
     settings = Settings(database_url=empty_db_url, home=tmp_path)
     with pytest.raises(SchemaNotAtHeadError) as info:

@@ -56,10 +56,15 @@ class Tuning:
     n_vec: int = 50  # rows each branch hands to fusion
     n_lex: int = 50
     # HNSW list from large_store on. A parallel HNSW build is not deterministic (each graph differs a
-    # little): on graphs built with ef_construction 256 (migration 0013), 100k recall@10 at 400 was
-    # 0.985 / 0.9825 / 0.981 over three builds, at 300 down to 0.9795.
-    ef_search: int = 400
-    ef_search_small: int = 200  # below large_store (10k: recall@10 1.0)
+    # little). With 16 links (migration 0013), 100k recall@10 at 400 was 0.985 / 0.9825 / 0.981 over
+    # three builds. With 24 (migration 0014), on the bench's 100k store (200 queries, raw walk): 200 →
+    # 0.991, 250 → 0.9945 (p50 2.31 / p95 4.37 ms), 300 → 0.9965, where 16 links at 400 gave 0.9885
+    # (3.30 / 5.32 ms) on the same vectors; 250 keeps a margin over 0.98 for the builds' spread.
+    ef_search: int = 250
+    # Below large_store. pgvector prices a walk by m × ef_search against the store's size: with 24 links,
+    # 200 made the planner prefer an exact scan for a plain `ORDER BY … LIMIT` at 10k (~25 ms against a
+    # ~2 ms walk); 150 prices as 16 links at 200 did. Recall@10 at 150: 1.0 at 10k, 0.994 at 50k.
+    ef_search_small: int = 150
     large_store: int = 50_000  # live entries of the owner
     max_scan_tuples: int = 20_000  # iterative-scan ceiling for selective filters
     budget: int = 1_000  # lexical candidates: postings of the rarest terms (100k: 500 loses 30% nDCG on CISI)

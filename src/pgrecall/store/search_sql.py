@@ -16,9 +16,9 @@ __all__ = ["CURRENT_SQL", "FILTER_SQL", "MAX_QUERY_TERMS", "SQL_IS_CITUS", "SQL_
 # on 90%, and picks an exact scan or the HNSW walk blindly. Unfiltered, the generic
 # plan keeps the HNSW index (the dimension is a literal) and saves ~1 ms of planning.
 #
-# ef_search follows the store's size: pgvector prices the walk by ef_search, so on a
-# 10k store ef 400 makes the planner prefer an exact scan (10k TOASTed vectors, ~25 ms)
-# over the walk (~3 ms), while 100k needs 400 for recall@10 ≥ 0.98 (Tuning.ef_search).
+# ef_search follows the store's size: pgvector prices the walk by m × ef_search, so on a
+# 10k store a long list makes the planner prefer an exact scan (10k TOASTed vectors, ~25 ms)
+# over the walk (~2 ms), while 100k needs a longer one for recall@10 ≥ 0.98 (Tuning.ef_search).
 # The function (migration 0012) sets the owner first, so that row-level security lets the
 # size lookup see the owner's statistics, then the knobs: one round trip, SET LOCAL on every node.
 SQL_IS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus"
