@@ -391,6 +391,6 @@ ORDER BY top.fused DESC, top.id
     .replace("<live_df probe_stems>", _live_df("probe_stems"))
     .replace("<live_df qterms>", _live_df("qterms"))
     .replace("<slots9_16>", _slots(9, 16))
-    .replace("<slots17_32>", _slots(17, 32))
+    .replace("<slots17_32>", _slots(17, MAX_QUERY_TERMS))
     .replace("<slot_columns>", _slot_columns(MAX_QUERY_TERMS))
 )
