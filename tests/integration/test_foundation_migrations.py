@@ -115,6 +115,50 @@ def test_hnsw_indexes_are_rebuilt_with_24_links_and_back(empty_db_url: str) -> N
     assert _count(url) == 1
 
 
+def test_servers_starting_together_upgrade_once_and_all_open(empty_db_url: str) -> None:
+    # Three windows start at once after an upgrade of pgrecall, each its own process on the same
+    # database; 0014 rebuilds the HNSW index, long enough that all three read the old revision before
+    # the first commits. Each must end at head: those that lose the race wait and find nothing left
+    # to do (they used to fail — a deadlock, or Alembic finding the version row already moved — and
+    # their server answered every tool call with "database: not available").
+    url = empty_db_url
+    schema.upgrade(url, "0013_hnsw_build")
+    with psycopg.connect(url) as conn:
+        conn.execute(
+            "INSERT INTO entries (body, language, content_hash, embedding, embedding_model, embedding_dim) "
+            "SELECT 'row ' || i, 'english', 'sha256:' || lpad(to_hex(i), 64, '0'), "
+            "(SELECT array_agg(random())::real[] FROM generate_series(1, 384) WHERE i > 0)::vector, "
+            "'test-model', 384 FROM generate_series(1, 3000) AS i"
+        )
+    # Each process imports first, then waits for its go line, so that all three ask at once.
+    code = (
+        "import sys; from pgrecall.db import migrate as m; sys.stdin.readline(); "
+        "m.require_head(sys.argv[1], embedded=True)"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, url],
+            stdin=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        outcomes = [(proc.wait(timeout=240), proc.communicate()[1]) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+    assert [code for code, _ in outcomes] == [0, 0, 0], [err.strip().splitlines()[-1:] for _, err in outcomes]
+    assert schema.current_revision(url) == schema.head_revision()
+    assert _hnsw_options(url) == {"m=24", "ef_construction=256"}
+    assert _count(url) == 3000
+
+
 def test_external_database_not_at_head_is_refused(empty_db_url: str, tmp_path: Path) -> None:
     settings = Settings(database_url=empty_db_url, home=tmp_path)
     with pytest.raises(SchemaNotAtHeadError) as info:

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
+import psycopg
 import sqlalchemy.exc
 from alembic import command
 from alembic.config import Config
@@ -36,6 +37,8 @@ def _reachable(url: str, revision: str | None = None) -> Iterator[None]:
     except sqlalchemy.exc.OperationalError as exc:
         reason = str(exc.orig) if exc.orig else str(exc)
         raise DatabaseUnavailableError(describe_failure(reason, url)) from exc
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailableError(describe_failure(str(exc), url)) from exc
     except (CommandError, RevisionError) as exc:
         if revision is None:
             raise
@@ -70,21 +73,37 @@ def current_revision(url: str) -> str | None:
         engine.dispose()
 
 
+# One schema change at a time per database. Servers started together after an upgrade of pgrecall
+# (one per window, all on the same embedded PostgreSQL) all find the schema behind; unserialised,
+# each ran the migration, and all but the first failed (a deadlock, or Alembic finding the version
+# row already moved) and served "database: not available" until restarted. Each waits here instead,
+# then Alembic reads the revision afresh and finds nothing left to do. A session lock: released
+# when its connection closes, also if the process dies.
+_SCHEMA_LOCK = "SELECT pg_advisory_lock(hashtextextended('pgrecall schema change', 0))"
+
+
+@contextmanager
+def _schema_lock(url: str) -> Iterator[None]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(_SCHEMA_LOCK)
+        yield
+
+
 def upgrade(url: str, revision: str = "head") -> None:
     """Move the schema forward to `revision`."""
-    with _reachable(url, revision):
+    with _reachable(url, revision), _schema_lock(url):
         command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: str, revision: str) -> None:
     """Move the schema back to `revision` ('base' drops everything pgrecall made)."""
-    with _reachable(url, revision):
+    with _reachable(url, revision), _schema_lock(url):
         command.downgrade(alembic_config(url), revision)
 
 
 def stamp(url: str, revision: str) -> None:
     """Record `revision` as current without running migrations."""
-    with _reachable(url, revision):
+    with _reachable(url, revision), _schema_lock(url):
         command.stamp(alembic_config(url), revision)
 
 
