@@ -79,26 +79,33 @@ def _hnsw_options(url: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def test_hnsw_indexes_are_rebuilt_with_ef_construction_256_and_back(empty_db_url: str) -> None:
+@pytest.mark.parametrize(
+    ("before", "after", "options_before", "options_after"),
+    [
+        (
+            "0012_transaction_settings",
+            "0013_hnsw_build",
+            {"m=16", "ef_construction=128"},
+            {"m=16", "ef_construction=256"},
+        ),
+        (
+            "0013_hnsw_build",
+            "0014_hnsw_degree",
+            {"m=16", "ef_construction=256"},
+            {"m=24", "ef_construction=256"},
+        ),
+    ],
+)
+def test_hnsw_indexes_are_rebuilt_and_back(
+    empty_db_url: str, before: str, after: str, options_before: set[str], options_after: set[str]
+) -> None:
     url = empty_db_url
-    schema.upgrade(url, "0012_transaction_settings")
+    schema.upgrade(url, before)
     with psycopg.connect(url) as conn:
         conn.execute(INSERT, ("a row the rebuilt index must hold",))
-    assert _hnsw_options(url) == {"m=16", "ef_construction=128"}
-    schema.upgrade(url, "0013_hnsw_build")
-    assert _hnsw_options(url) == {"m=16", "ef_construction=256"}
-    schema.downgrade(url, "0012_transaction_settings")
-    assert _hnsw_options(url) == {"m=16", "ef_construction=128"}
-    assert _count(url) == 1
-
-
-def test_hnsw_indexes_are_rebuilt_with_24_links_and_back(empty_db_url: str) -> None:
-    url = empty_db_url
-    schema.upgrade(url, "0013_hnsw_build")
-    with psycopg.connect(url) as conn:
-        conn.execute(INSERT, ("a row the rebuilt index must hold",))
-    schema.upgrade(url, "0014_hnsw_degree")
-    assert _hnsw_options(url) == {"m=24", "ef_construction=256"}
+    assert _hnsw_options(url) == options_before
+    schema.upgrade(url, after)
+    assert _hnsw_options(url) == options_after
     with psycopg.connect(url) as conn:
         conn.execute("SET enable_seqscan = off")
         plan = "\n".join(
@@ -110,8 +117,8 @@ def test_hnsw_indexes_are_rebuilt_with_24_links_and_back(empty_db_url: str) -> N
             )
         )
     assert "entries_embedding_hnsw_384" in plan
-    schema.downgrade(url, "0013_hnsw_build")
-    assert _hnsw_options(url) == {"m=16", "ef_construction=256"}
+    schema.downgrade(url, before)
+    assert _hnsw_options(url) == options_before
     assert _count(url) == 1
 
 
@@ -149,11 +156,11 @@ def test_servers_starting_together_upgrade_once_and_all_open(empty_db_url: str) 
             assert proc.stdin is not None
             proc.stdin.write("go\n")
             proc.stdin.flush()
-        outcomes = [(proc.wait(timeout=240), proc.communicate()[1]) for proc in procs]
+        errors = [proc.communicate(timeout=240)[1] for proc in procs]
     finally:
         for proc in procs:
             proc.kill()
-    assert [code for code, _ in outcomes] == [0, 0, 0], [err.strip().splitlines()[-1:] for _, err in outcomes]
+    assert [proc.returncode for proc in procs] == [0, 0, 0], [err.strip().splitlines()[-1:] for err in errors]
     assert schema.current_revision(url) == schema.head_revision()
     assert _hnsw_options(url) == {"m=24", "ef_construction=256"}
     assert _count(url) == 3000
