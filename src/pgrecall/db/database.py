@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
@@ -37,6 +38,11 @@ class Database:
         )
         self._url: str | None = None
         self._supervisor: Supervisor | None = None
+        # A stdio server opens the database in a thread and closes it from the main one on Ctrl-C:
+        # a close during the embedded server's start must wait for it and release it, and an open
+        # after close must not start a server nobody will release.
+        self._lifecycle = threading.Lock()
+        self._closed = False
 
     def __enter__(self) -> Database:
         self.open()
@@ -48,25 +54,30 @@ class Database:
         self.close()
 
     def open(self) -> str:
-        """Make the database reachable and return its URL."""
-        if self._url is None:
-            if self.embedded is not None:
-                self._url = self.embedded.acquire()
-                self._supervisor = Supervisor(self.embedded)
-                self._supervisor.start()
-            else:
-                assert self.settings.database_url is not None
-                self._url = self.settings.database_url.get_secret_value()
+        """Make the database reachable and return its URL (a closed handle does not reopen)."""
+        with self._lifecycle:
+            if self._closed:
+                raise DatabaseUnavailableError("the database handle was closed (the process is stopping)")
+            if self._url is None:
+                if self.embedded is not None:
+                    self._url = self.embedded.acquire()
+                    self._supervisor = Supervisor(self.embedded)
+                    self._supervisor.start()
+                else:
+                    assert self.settings.database_url is not None
+                    self._url = self.settings.database_url.get_secret_value()
         return self.url
 
     def close(self) -> None:
-        """Release the embedded server (it stops when no other process holds it)."""
-        if self._supervisor is not None:
-            self._supervisor.stop()
-            self._supervisor = None
-        if self._url is not None and self.embedded is not None:
-            self.embedded.release()
-        self._url = None
+        """Release the embedded server (it stops when no other holder remains); waits for an open going on."""
+        with self._lifecycle:
+            self._closed = True
+            if self._supervisor is not None:
+                self._supervisor.stop()
+                self._supervisor = None
+            if self._url is not None and self.embedded is not None:
+                self.embedded.release()
+            self._url = None
 
     @property
     def url(self) -> str:

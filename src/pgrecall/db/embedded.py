@@ -151,6 +151,10 @@ class EmbeddedServer:
             timeout=timeout,
             check=False,
             stdin=subprocess.DEVNULL,
+            # Not in the terminal's process group: a Ctrl-C typed at `pgrecall serve` is the server's
+            # to handle in order (wait for the start, release), not a signal that kills initdb or
+            # pg_ctl half-way and leaves a postmaster no holder will stop.
+            process_group=0,
         )
 
     def _ensure_server_user(self) -> None:

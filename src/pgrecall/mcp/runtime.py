@@ -60,6 +60,10 @@ class Runtime:
         self._failure: str | None = None
         self._opening: threading.Thread | None = None
         self._opening_lock = threading.Lock()
+        # Held while the App is built and while it is closed: close() in one thread and open() in
+        # the opening thread never miss each other (an App built after close is never opened).
+        self._closing_lock = threading.Lock()
+        self._closing = False
         self.after_open: Callable[[], None] | None = None
         if app is not None and app.pool is not None:  # an App opened by the caller
             self._ready()
@@ -86,10 +90,14 @@ class Runtime:
     def open(self) -> None:
         """Open the App (blocking), then start what depends on it; records a failure for the tools."""
         try:
-            if self._app is None:
-                assert self._make_app is not None
-                self._app = self._make_app()
-            self._app.open()
+            with self._closing_lock:
+                if self._closing:
+                    raise RuntimeError("the server is stopping")
+                if self._app is None:
+                    assert self._make_app is not None
+                    self._app = self._make_app()
+                app = self._app
+            app.open()
         except Exception as exc:
             self._failure = str(exc)
             self._opened.set()
@@ -108,7 +116,7 @@ class Runtime:
                 except Exception as exc:
                     log.error("could not open the database: %s", exc)
                     return
-                if self.after_open is not None:
+                if self.after_open is not None and not self._closing:
                     self.after_open()
 
             self._opening = threading.Thread(target=run, name="pgrecall-open", daemon=True)
@@ -150,9 +158,16 @@ class Runtime:
             self._reembed.stop()
 
     def close(self) -> None:
-        """Close the App (the pool, the database hold, the model worker hold) if it was built."""
-        if self._app is not None:
-            self._app.close()
+        """Close the App (the pool, the database hold, the model worker hold) if it was built.
+
+        An open under way in the background is not abandoned half-way: a database being acquired
+        is waited for and released, and nothing is opened after this.
+        """
+        with self._closing_lock:
+            self._closing = True
+            app = self._app
+        if app is not None:
+            app.close()
 
 
 def description_of(docstring: str) -> str:

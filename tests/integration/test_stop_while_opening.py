@@ -1,0 +1,95 @@
+"""A server stopped while its database is still opening releases the embedded PostgreSQL.
+
+A stdio server opens the database in a thread after `initialize`; Ctrl-C (or SIGTERM) closes it from
+the main thread. Before this was handled, a stop that came while the embedded server was starting
+left it running with no holder to stop it. The pause inside the start is an event the test
+releases (the PostgreSQL is real); time limits are hang guards only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgrecall.app import App
+from pgrecall.config import Settings
+from pgrecall.db.database import Database
+from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.errors import DatabaseUnavailableError
+from pgrecall.mcp.runtime import Runtime
+
+HANG_GUARD_S = 120
+
+
+@pytest.fixture
+def home(pg_home: Path) -> Iterator[Path]:
+    path = pg_home / f"stop-{time.monotonic_ns()}"
+    yield path
+    EmbeddedServer(path).stop()
+
+
+def _runtime(home: Path) -> tuple[Runtime, Settings]:
+    settings = Settings(home=home, models="in-process")
+    return Runtime.deferred(settings, lambda: App(settings, embedder=None)), settings
+
+
+def _join_opening(runtime: Runtime) -> None:
+    thread = runtime._opening
+    if thread is not None:
+        thread.join(HANG_GUARD_S)
+        assert not thread.is_alive(), "the opening thread did not end"
+
+
+def test_a_close_while_the_server_starts_waits_for_it_and_releases_it(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, go_on = threading.Event(), threading.Event()
+    register = EmbeddedServer._register
+
+    def register_after_the_close(self: EmbeddedServer, *args: Any, **kwargs: Any) -> None:
+        # The postmaster is up; this process is not yet among its holders.
+        started.set()
+        assert go_on.wait(HANG_GUARD_S)
+        register(self, *args, **kwargs)
+
+    monkeypatch.setattr(EmbeddedServer, "_register", register_after_the_close)
+    runtime, _ = _runtime(home)
+    server = EmbeddedServer(home)
+    runtime.start_opening()
+    assert started.wait(HANG_GUARD_S), "the embedded server never started"
+    assert server.running()
+    closer = threading.Thread(target=runtime.close, name="close")
+    closer.start()
+    closer.join(1.0)  # lets a close that does not wait return first, as Ctrl-C's did
+    go_on.set()
+    closer.join(HANG_GUARD_S)
+    assert not closer.is_alive(), "close did not return"
+    _join_opening(runtime)
+    assert server.wait_stopped(HANG_GUARD_S), "the embedded PostgreSQL was left running"
+    assert server.status()["holders"] == []
+    assert not runtime.is_open
+
+
+def test_a_close_before_the_open_begins_starts_nothing(home: Path) -> None:
+    runtime, _ = _runtime(home)
+    runtime.close()
+    runtime.start_opening()
+    _join_opening(runtime)
+    assert not runtime.is_open
+    assert not EmbeddedServer(home).running()
+
+
+def test_a_closed_database_handle_does_not_reopen(home: Path) -> None:
+    settings = Settings(home=home, models="in-process")
+    db = Database(settings)
+    assert db.open()
+    db.close()
+    assert EmbeddedServer(home).wait_stopped(HANG_GUARD_S)
+    with pytest.raises(DatabaseUnavailableError, match="closed"):
+        db.open()
+    assert not EmbeddedServer(home).running()
