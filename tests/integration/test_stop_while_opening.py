@@ -2,8 +2,9 @@
 
 A stdio server opens the database in a thread after `initialize`; Ctrl-C (or SIGTERM) closes it from
 the main thread. Before this was handled, a stop that came while the embedded server was starting
-left it running with no holder to stop it. The pause inside the start is an event the test
-releases (the PostgreSQL is real); time limits are hang guards only.
+left it running with no holder to stop it; so did any command interrupted in the main thread
+between starting the server and registering as its holder. The pause or the interrupt inside the
+start is put there by the test (the PostgreSQL is real); time limits are hang guards only.
 """
 
 from __future__ import annotations
@@ -93,3 +94,32 @@ def test_a_closed_database_handle_does_not_reopen(home: Path) -> None:
     with pytest.raises(DatabaseUnavailableError, match="closed"):
         db.open()
     assert not EmbeddedServer(home).running()
+
+
+def _interrupted_before_holding(monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(self: EmbeddedServer, *args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt  # Ctrl-C, or SIGTERM as `serve` raises it
+
+    monkeypatch.setattr(EmbeddedServer, "_register", interrupted)
+
+
+def test_an_interrupt_between_start_and_hold_stops_the_server_it_started(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _interrupted_before_holding(monkeypatch)
+    server = EmbeddedServer(home)
+    with pytest.raises(KeyboardInterrupt):
+        Database(Settings(home=home, models="in-process")).open()
+    assert server.wait_stopped(HANG_GUARD_S), "the embedded PostgreSQL was left running"
+    assert server.status()["holders"] == []
+
+
+def test_an_interrupt_leaves_a_server_it_did_not_start_running(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = EmbeddedServer(home)
+    server.pin()  # `pgrecall db start`: up before this process came
+    _interrupted_before_holding(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        Database(Settings(home=home, models="in-process")).open()
+    assert server.running()

@@ -290,11 +290,28 @@ class EmbeddedServer:
         with self._locked():
             if not self.initialized():
                 self._init()
-            if not self.running():
-                self._check_reachable()
-                self._start()
-            self._register(self._read_state(), stopped=False)
+            started = False
+            try:
+                if not self.running():
+                    self._check_reachable()
+                    started = True
+                    self._start()
+                self._register(self._read_state(), stopped=False)
+            except BaseException:
+                # Ctrl-C or SIGTERM (raised as KeyboardInterrupt), or a failure, between starting the
+                # server and holding it: no holder would ever stop it.
+                if started:
+                    self._stop_unless_held()
+                raise
         return self.url()
+
+    def _stop_unless_held(self) -> None:
+        # Only a server that finished starting: one still recovering is left to finish (a later
+        # start adopts it), or a long crash recovery would be cut short on every attempt.
+        with contextlib.suppress(Exception):
+            state = self._read_state()
+            if not state.holders and not state.pinned and self.running():
+                self._stop()
 
     def _register(self, state: State, *, stopped: bool) -> None:
         me = Holder.current()
