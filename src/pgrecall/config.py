@@ -70,6 +70,14 @@ class Settings(BaseSettings):
         description="Seconds to wait for a PostgreSQL connection (connect, and waiting for a free pooled "
         "connection) before failing with a clear error instead of hanging.",
     )
+    db_shared_buffers_mb: int | None = Field(
+        default=None,
+        ge=16,
+        le=1_048_576,
+        description="shared_buffers of the embedded PostgreSQL, in MB, taken when it starts; unset: an "
+        "eighth of the machine's (or container's) memory, between 256 and 1024. A store of 100 000 "
+        "entries is ~630 MB: searches that find it all in memory are ~4 ms faster at p95.",
+    )
     http_allowed_hosts: str = Field(
         default="",
         max_length=4_000,

@@ -119,6 +119,22 @@ def test_db_start_status_url_stop(home: Path) -> None:
     assert _cli(home, "db", "url").returncode == 1
 
 
+def test_shared_buffers_follow_the_setting_and_default_to_a_share_of_memory(home: Path) -> None:
+    env = _env(home) | {"PGRECALL_DB_SHARED_BUFFERS_MB": "48"}
+    argv = [sys.executable, "-m", "pgrecall", "db", "start"]
+    started = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+    assert started.returncode == 0, started.stderr
+    server = EmbeddedServer(home)
+    with psycopg.connect(server.url()) as conn:
+        assert conn.execute("SHOW shared_buffers").fetchone() == ("48MB",)
+    assert _cli(home, "db", "stop").returncode == 0
+    assert _cli(home, "db", "start").returncode == 0
+    with psycopg.connect(server.url()) as conn:
+        shown = conn.execute("SELECT setting::int * 8 / 1024 FROM pg_settings WHERE name = 'shared_buffers'")
+        assert shown.fetchone() == (server.shared_buffers_mb,)
+    assert 256 <= server.shared_buffers_mb <= 1024
+
+
 def test_db_commands_refuse_with_external_url(home: Path) -> None:
     env = _env(home) | {"PGRECALL_DATABASE_URL": "postgresql://x@/y"}
     result = subprocess.run(

@@ -20,7 +20,7 @@ def _embedded_only(current: Settings) -> EmbeddedServer:
 
     if not current.embedded:
         fail("PGRECALL_DATABASE_URL is set, so the embedded server is not used; unset it to manage it")
-    return EmbeddedServer(current.home)
+    return EmbeddedServer(current.home, shared_buffers_mb=current.db_shared_buffers_mb)
 
 
 @app.command("start")

@@ -32,7 +32,11 @@ class Database:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.embedded: EmbeddedServer | None = (
-            EmbeddedServer(settings.home, connect_timeout_s=settings.db_connect_timeout_s)
+            EmbeddedServer(
+                settings.home,
+                connect_timeout_s=settings.db_connect_timeout_s,
+                shared_buffers_mb=settings.db_shared_buffers_mb,
+            )
             if settings.embedded
             else None
         )

@@ -26,7 +26,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from pgrecall.db import socketdir
+from pgrecall.db import server_memory, socketdir
 from pgrecall.db.holders import Holder, State, read_state, write_state
 from pgrecall.errors import ConfigurationError, DatabaseUnavailableError, PgrecallError
 
@@ -39,7 +39,6 @@ _PG_MAJOR = 18
 _SERVER_OPTIONS = (
     "-c listen_addresses='' "
     "-c unix_socket_permissions=0700 "
-    "-c shared_buffers=256MB "
     "-c maintenance_work_mem=512MB "
     "-c max_connections=100 "
     "-c jit=off"
@@ -80,9 +79,12 @@ class ServerInUseError(PgrecallError):
 class EmbeddedServer:
     """Lifecycle of one embedded PostgreSQL cluster under `home`."""
 
-    def __init__(self, home: Path, *, connect_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, home: Path, *, connect_timeout_s: float = 5.0, shared_buffers_mb: int | None = None
+    ) -> None:
         self.home = home.expanduser().resolve()
         self.connect_timeout_s = connect_timeout_s
+        self.shared_buffers_mb = server_memory.shared_buffers_mb(shared_buffers_mb)
         self.pgdata = self.home / "pgdata"
         self.run_dir = self.home / "run"
         self.log_file = self.home / "postgres.log"
@@ -247,7 +249,7 @@ class EmbeddedServer:
         if _is_root():
             self.log_file.touch(exist_ok=True)
             self._chown_to_server(self.log_file)
-        options = f"{_SERVER_OPTIONS} -k {sock}"
+        options = f"{_SERVER_OPTIONS} -c shared_buffers={self.shared_buffers_mb}MB -k {sock}"
         result = self._run(
             "pg_ctl",
             "-w",
