@@ -27,6 +27,7 @@ from pgrecall.mcp.prompts import register_prompts
 from pgrecall.mcp.resources import register_resources
 from pgrecall.mcp.retrieval_tools import register_retrieval_tools
 from pgrecall.mcp.runtime import Runtime
+from pgrecall.mcp.text_arguments import preserve_text_arguments
 
 INSTRUCTIONS = """\
 pgrecall is a long-term memory and knowledge store. Save durable facts, decisions, preferences
@@ -62,9 +63,11 @@ class PgrecallServer(MCPServer):
     _listed: list[MCPTool] | None = None
 
     def add_tool(self, fn: Any, *args: Any, **kwargs: Any) -> None:
-        """Register a tool (and forget the computed list)."""
+        """Register a tool (and forget the computed list); its text arguments are never read as JSON."""
         self._listed = None
         super().add_tool(fn, *args, **kwargs)
+        for tool in self._tool_manager.list_tools():
+            tool.fn_metadata = preserve_text_arguments(tool.fn_metadata)
 
     def remove_tool(self, name: str) -> None:
         """Remove a tool (and forget the computed list)."""
