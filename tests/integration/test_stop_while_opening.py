@@ -123,3 +123,20 @@ def test_an_interrupt_leaves_a_server_it_did_not_start_running(
     with pytest.raises(KeyboardInterrupt):
         Database(Settings(home=home, models="in-process")).open()
     assert server.running()
+
+
+def test_an_interrupt_just_after_holding_drops_the_hold_and_stops_the_server(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register = EmbeddedServer._register
+
+    def registered_then_interrupted(self: EmbeddedServer, *args: Any, **kwargs: Any) -> None:
+        register(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(EmbeddedServer, "_register", registered_then_interrupted)
+    server = EmbeddedServer(home)
+    with pytest.raises(KeyboardInterrupt):
+        Database(Settings(home=home, models="in-process")).open()
+    assert server.status()["holders"] == []
+    assert server.wait_stopped(HANG_GUARD_S), "the embedded PostgreSQL was left running"

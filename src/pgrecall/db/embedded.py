@@ -301,18 +301,22 @@ class EmbeddedServer:
                 self._register(self._read_state(), stopped=False)
             except BaseException:
                 # Ctrl-C or SIGTERM (raised as KeyboardInterrupt), or a failure, between starting the
-                # server and holding it: no holder would ever stop it.
-                if started:
-                    self._stop_unless_held()
+                # server and holding it: nobody would release this process's hold or stop the server.
+                self._abandon(stop=started)
                 raise
         return self.url()
 
-    def _stop_unless_held(self) -> None:
-        # Only a server that finished starting: one still recovering is left to finish (a later
-        # start adopts it), or a long crash recovery would be cut short on every attempt.
+    def _abandon(self, *, stop: bool) -> None:
+        # Drop this process's hold if it got that far; stop the server it started if nobody else
+        # holds it. Only a server that finished starting: one still recovering is left to finish (a
+        # later start adopts it), or a long crash recovery would be cut short on every attempt.
         with contextlib.suppress(Exception):
             state = self._read_state()
-            if not state.holders and not state.pinned and self.running():
+            me = Holder.current()
+            if me in state.holders:
+                state.holders = [h for h in state.holders if h != me]
+                self._write_state(state)
+            if stop and not state.holders and not state.pinned and self.running():
                 self._stop()
 
     def _register(self, state: State, *, stopped: bool) -> None:
