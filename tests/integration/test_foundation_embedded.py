@@ -27,9 +27,13 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(home: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pgrecall", *args], env=_env(home), capture_output=True, text=True, timeout=180
+        [sys.executable, "-m", "pgrecall", *args],
+        env=_env(home) | extra_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
 
 
@@ -120,9 +124,7 @@ def test_db_start_status_url_stop(home: Path) -> None:
 
 
 def test_shared_buffers_follow_the_setting_and_default_to_a_share_of_memory(home: Path) -> None:
-    env = _env(home) | {"PGRECALL_DB_SHARED_BUFFERS_MB": "48"}
-    argv = [sys.executable, "-m", "pgrecall", "db", "start"]
-    started = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+    started = _cli(home, "db", "start", PGRECALL_DB_SHARED_BUFFERS_MB="48")
     assert started.returncode == 0, started.stderr
     server = EmbeddedServer(home)
     with psycopg.connect(server.url()) as conn:

@@ -84,12 +84,17 @@ class EmbeddedServer:
     ) -> None:
         self.home = home.expanduser().resolve()
         self.connect_timeout_s = connect_timeout_s
-        self.shared_buffers_mb = server_memory.shared_buffers_mb(shared_buffers_mb)
+        self._shared_buffers_setting = shared_buffers_mb
         self.pgdata = self.home / "pgdata"
         self.run_dir = self.home / "run"
         self.log_file = self.home / "postgres.log"
         self._holders_file = self.home / "holders.json"
         self._lock_file = self.home / ".lock"
+
+    @property
+    def shared_buffers_mb(self) -> int:
+        """shared_buffers this handle starts the server with: the setting, or a share of memory."""
+        return server_memory.shared_buffers_mb(self._shared_buffers_setting)
 
     # -- paths -------------------------------------------------------------
     @property

@@ -199,18 +199,19 @@ def measure_latency(
             ours: list[float] = []
             theirs: list[float] = []
             short = 0
-            for text, qvec in zip(queries, qvecs, strict=True):
+            for i, (text, qvec) in enumerate(zip(queries, qvecs, strict=True)):
                 params = _bench_params(text, qvec, mode, filters, scale)
                 knobs = store.knobs(params.tuning, filtered)
                 aparams = _anchor_params(params, mode)
                 # The statement run second finds the blocks the first one read (the same HNSW
                 # neighbourhood, the same rows) in shared buffers: each goes first on every other query.
-                if len(ours) % 2:
+                anchor_first = i % 2 == 1
+                if anchor_first:
                     theirs.append(_timed(conn, knobs, anchor, aparams)[0])
                 ms, rows = _timed(conn, knobs, store.build_statement(params), store.bind(params))
                 ours.append(ms)
                 short += mode != "lexical" and sum(r["id"] is not None for r in rows) < 10
-                if len(theirs) < len(ours):
+                if not anchor_first:
                     theirs.append(_timed(conn, knobs, anchor, aparams)[0])
             key = f"{mode}{'_filtered' if filtered else ''}"
             o, t = _pct(ours), _pct(theirs)

@@ -13,6 +13,7 @@ import typing
 from typing import Any, Literal
 
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from pydantic import PrivateAttr
 
 
 def accepts_text(annotation: Any) -> bool:
@@ -32,12 +33,23 @@ def accepts_text(annotation: Any) -> bool:
 class TextPreservingFuncMetadata(FuncMetadata):
     """FuncMetadata whose JSON pre-parse leaves the arguments of text parameters alone."""
 
+    # Names (and aliases) of the parameters that take a string: fixed with the tool, so found once.
+    _text_keys: frozenset[str] = PrivateAttr(default=frozenset())
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Find the text parameters once, when the tool is registered."""
+        super().model_post_init(context)
+        self._text_keys = frozenset(
+            key
+            for name, field in self.arg_model.model_fields.items()
+            if accepts_text(field.annotation)
+            for key in (name, field.alias)
+            if key is not None
+        )
+
     def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
         """Pre-parse (as the SDK does) only the arguments whose parameter cannot take a string."""
-        text_keys = set()
-        for name, field in self.arg_model.model_fields.items():
-            if accepts_text(field.annotation):
-                text_keys.update({name, field.alias} - {None})
+        text_keys = self._text_keys
         parsed = super().pre_parse_json({k: v for k, v in data.items() if k not in text_keys})
         return {key: data[key] if key in text_keys else parsed[key] for key in data}
 
