@@ -17,6 +17,7 @@ import psutil
 import psycopg
 import pytest
 
+from pgrecall.db import server_memory
 from pgrecall.db.embedded import EmbeddedServer
 
 
@@ -133,8 +134,8 @@ def test_shared_buffers_follow_the_setting_and_default_to_a_share_of_memory(home
     assert _cli(home, "db", "start").returncode == 0
     with psycopg.connect(server.url()) as conn:
         shown = conn.execute("SELECT setting::int * 8 / 1024 FROM pg_settings WHERE name = 'shared_buffers'")
-        assert shown.fetchone() == (server.shared_buffers_mb,)
-    assert 256 <= server.shared_buffers_mb <= 1024
+        assert shown.fetchone() == (server_memory.shared_buffers_mb(),)
+    assert 256 <= server_memory.shared_buffers_mb() <= 1024
 
 
 def test_db_commands_refuse_with_external_url(home: Path) -> None:

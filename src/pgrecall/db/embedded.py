@@ -91,11 +91,6 @@ class EmbeddedServer:
         self._holders_file = self.home / "holders.json"
         self._lock_file = self.home / ".lock"
 
-    @property
-    def shared_buffers_mb(self) -> int:
-        """shared_buffers this handle starts the server with: the setting, or a share of memory."""
-        return server_memory.shared_buffers_mb(self._shared_buffers_setting)
-
     # -- paths -------------------------------------------------------------
     @property
     def socket_dir(self) -> Path:
@@ -254,7 +249,8 @@ class EmbeddedServer:
         if _is_root():
             self.log_file.touch(exist_ok=True)
             self._chown_to_server(self.log_file)
-        options = f"{_SERVER_OPTIONS} -c shared_buffers={self.shared_buffers_mb}MB -k {sock}"
+        buffers = server_memory.shared_buffers_mb(self._shared_buffers_setting)
+        options = f"{_SERVER_OPTIONS} -c shared_buffers={buffers}MB -k {sock}"
         result = self._run(
             "pg_ctl",
             "-w",
