@@ -344,6 +344,8 @@ def _load_summary(data: dict[str, Any]) -> dict[str, Any]:
         "errors": data.get("errors", {}).get("total"),
         "verification": data.get("verification"),
         "server_mean_ms": data.get("server_mean_ms"),
+        # Where the CPU went (load.py since this tree; absent from older load.py reports).
+        "cores_used": data.get("cores_used"),
     }
 
 

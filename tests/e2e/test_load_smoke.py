@@ -43,3 +43,18 @@ def test_load_test_runs_clean(db_url: str, tmp_path: Path) -> None:
     verification = report["verification"]
     assert verification["ok"] and verification["acknowledged"] >= 1
     assert verification["verified"] == verification["acknowledged"]
+
+
+def test_embedding_cpu_benchmark_runs(tmp_path: Path) -> None:
+    out = tmp_path / "embed_cpu.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "embed_cpu.py"), "--texts", "2", "--json", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert set(report["per_text"]) == {f"threads {t}, batch {b}" for t in (1, 2) for b in (1, 8)}
+    for figures in report["per_text"].values():
+        assert figures["query"]["cpu_ms"] > 0 and figures["note"]["cpu_ms"] > 0
+    # The ceiling follows from the figures: fewer embedded queries, a higher ceiling.
+    cold, warm = report["model_only_ceiling"].values()
+    assert cold["model_cpu_ms_per_operation"] > warm["model_cpu_ms_per_operation"]
+    assert cold["max_operations_per_s"] < warm["max_operations_per_s"]
