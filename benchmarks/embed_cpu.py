@@ -60,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = random.Random(7)  # noqa: S311 - reproducible texts, not security
     pool = queries(rng)
+    if not 1 <= args.texts <= len(pool):
+        parser.error(f"--texts must be between 1 and {len(pool)} (the load test's query pool)")
     picked = rng.sample(pool, args.texts)
     notes = [note_text(q, 1, i) for i, q in enumerate(rng.sample(pool, args.texts))]
     cores = os.cpu_count() or 1
