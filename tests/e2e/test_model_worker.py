@@ -18,11 +18,14 @@ from mcp.client.stdio import StdioServerParameters
 
 from pgrecall.app import App
 from pgrecall.config import Settings
+from pgrecall.embeddings.cache import CachedQueryEmbedder
 from pgrecall.mcp.runtime import Runtime
 from pgrecall.mcp.server import create_server
 from pgrecall.services.search import EMBEDDER_LOADING
 from pgrecall.worker import lifecycle
 from pgrecall.worker.__main__ import TEST_LOAD_DELAY_ENV
+from pgrecall.worker.client import WorkerEmbedder
+from pgrecall.worker.models import READY
 from tests.helpers.mcp_calls import call
 from tests.helpers.subprocess_server import server_env
 from tests.helpers.worker import long_text, stop
@@ -96,7 +99,12 @@ def test_killed_worker_keeps_the_write_and_is_restarted(worker_settings: Setting
 async def test_search_is_not_queued_behind_a_long_passage(worker_settings: Settings) -> None:
     with App(worker_settings, restricted=True) as opened:
         async with Client(create_server(Runtime(opened))) as client:
-            await call(client, "add_entry", text="Backups are kept for 30 days in the cold bucket.")
+            # The model loaded first, however slowly: the short entry needs its vector to be found.
+            embedder = opened.embedder
+            assert isinstance(embedder, CachedQueryEmbedder) and isinstance(embedder.inner, WorkerEmbedder)
+            assert await anyio.to_thread.run_sync(embedder.inner.wait_ready, BOUND_S)
+            first = await call(client, "add_entry", text="Backups are kept for 30 days in the cold bucket.")
+            assert not first["vector_pending"]
             order: list[str] = []
 
             async def add_long() -> None:
@@ -105,12 +113,18 @@ async def test_search_is_not_queued_behind_a_long_passage(worker_settings: Setti
 
             async def search_soon() -> None:
                 def embedding_it() -> bool:
+                    # A lane that took the passage may still wait for the model (when the first add's
+                    # vector was left pending): embedding means the unit is running on a loaded model.
                     status = lifecycle.worker_status(worker_settings)
-                    return status is not None and status["pending"]["running_passages"] > 0
+                    return (
+                        status is not None
+                        and status["models"]["embedder"] == READY
+                        and status["pending"]["running_passages"] > 0
+                    )
 
                 await anyio.to_thread.run_sync(_wait_for, embedding_it, "the long passage to start")
                 result = await call(client, "search", query="how long are backups kept", mode="vector")
-                assert not result["degraded"] and result["hits"]
+                assert not result["degraded"] and result["hits"], result
                 order.append("search")
 
             with anyio.fail_after(BOUND_S):
