@@ -99,3 +99,28 @@ def test_the_language_filter_still_bounds_the_probe(url: str) -> None:
     params = lexical(LONG_GERMAN)
     params = replace(params, filters=replace(params.filters, language="english"))
     assert stemmed_languages(url, params) <= {"english"}
+
+
+# Its eight longest words: six are in the German notes, two ("renovation", "summarises") in the English.
+MOSTLY_GERMAN = (
+    "Wird die Heizungsanlage im Verwaltungsgebäude nach der Teamsitzung gewartet, "
+    "Sauerteig gebacken, renovation summarises"
+)
+# Its eight longest words: four German, four English.
+HALF_AND_HALF = (
+    "Heizungsanlage Verwaltungsgebäude Teamsitzung gewartet renovation quarterly summarises northern revenue"
+)
+
+
+def test_a_language_holding_under_half_of_what_the_best_holds_is_not_stemmed(url: str) -> None:
+    assert store.Tuning().language_probe_ratio == 0.5
+    # English holds 2 of the 6 probe words German holds: a third, kept only by a looser probe.
+    assert stemmed_languages(url, lexical(MOSTLY_GERMAN)) == {"german"}
+    assert stemmed_languages(url, lexical(MOSTLY_GERMAN, language_probe_ratio=0.25)) == {"german", "english"}
+
+
+def test_a_query_written_in_two_languages_is_stemmed_in_both(url: str) -> None:
+    assert stemmed_languages(url, lexical(HALF_AND_HALF)) == {"german", "english"}
+    hits = search(url, lexical(HALF_AND_HALF))
+    assert {language for language, _ in hits[:2]} == {"german", "english"}
+    assert {body.split()[1] for _, body in hits[:2]} == {"Heizungsanlage", "quarterly"}

