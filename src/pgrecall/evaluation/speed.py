@@ -56,7 +56,8 @@ FILTER_TAG = "sel1"
 HNSW_INDEX = "entries_embedding_hnsw_384"
 
 
-def _pct(values: Sequence[float]) -> dict[str, float]:
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    """p50, p95, p99 and mean of `values`, rounded to 0.01."""
     arr = np.asarray(values, dtype=float)
     return {
         "p50": round(float(np.percentile(arr, 50)), 2),
@@ -120,9 +121,10 @@ def load_store(url: str, docs: Sequence[corpus.Doc], vectors: np.ndarray, seed: 
     }
 
 
-def _timed(
+def timed(
     conn: psycopg.Connection[Any], knobs: dict[str, Any], stmt: Any, params: dict[str, Any]
 ) -> tuple[float, list[Any]]:
+    """Milliseconds of `stmt` alone (after the knobs, in one transaction) and its rows."""
     with conn.transaction():
         conn.execute(store.SQL_SET_KNOBS, knobs)
         started = time.perf_counter()
@@ -143,13 +145,13 @@ def warm_up(
     """
     anchor = sql.SQL(SQL_ANCHOR).format(filters=sql.SQL(""))
     for text, qvec in zip(queries, qvecs, strict=True):
-        params = _bench_params(text, qvec, "hybrid", EntryFilters(), scale)
+        params = bench_params(text, qvec, "hybrid", EntryFilters(), scale)
         knobs = store.knobs(params.tuning, False)
-        _timed(conn, knobs, store.build_statement(params), store.bind(params))
-        _timed(conn, knobs, anchor, _anchor_params(params, "hybrid"))
+        timed(conn, knobs, store.build_statement(params), store.bind(params))
+        timed(conn, knobs, anchor, _anchor_params(params, "hybrid"))
 
 
-def _bench_params(
+def bench_params(
     text: str, qvec: np.ndarray, mode: str, filters: EntryFilters, scale: tuple[float, float] | None
 ) -> store.SearchParams:
     """Our statement's parameters for one bench query in `mode` (hybrid, vector or lexical)."""
@@ -200,21 +202,21 @@ def measure_latency(
             theirs: list[float] = []
             short = 0
             for i, (text, qvec) in enumerate(zip(queries, qvecs, strict=True)):
-                params = _bench_params(text, qvec, mode, filters, scale)
+                params = bench_params(text, qvec, mode, filters, scale)
                 knobs = store.knobs(params.tuning, filtered)
                 aparams = _anchor_params(params, mode)
                 # The statement run second finds the blocks the first one read (the same HNSW
                 # neighbourhood, the same rows) in shared buffers: each goes first on every other query.
                 anchor_first = i % 2 == 1
                 if anchor_first:
-                    theirs.append(_timed(conn, knobs, anchor, aparams)[0])
-                ms, rows = _timed(conn, knobs, store.build_statement(params), store.bind(params))
+                    theirs.append(timed(conn, knobs, anchor, aparams)[0])
+                ms, rows = timed(conn, knobs, store.build_statement(params), store.bind(params))
                 ours.append(ms)
                 short += mode != "lexical" and sum(r["id"] is not None for r in rows) < 10
                 if not anchor_first:
-                    theirs.append(_timed(conn, knobs, anchor, aparams)[0])
+                    theirs.append(timed(conn, knobs, anchor, aparams)[0])
             key = f"{mode}{'_filtered' if filtered else ''}"
-            o, t = _pct(ours), _pct(theirs)
+            o, t = percentiles(ours), percentiles(theirs)
             out[key] = {
                 "search_ms": o,
                 "anchor_ms": t,
@@ -240,9 +242,9 @@ def measure_languages(conn: psycopg.Connection[Any], queries: Sequence[str]) -> 
                 filters=EntryFilters(language=language),
             )
             stmt = store.build_statement(params)
-            ms, _ = _timed(conn, store.knobs(params.tuning, False), stmt, store.bind(params))
+            ms, _ = timed(conn, store.knobs(params.tuning, False), stmt, store.bind(params))
             times.append(ms)
-        out[label] = _pct(times)
+        out[label] = percentiles(times)
     out["languages_present"] = present["n"] if present else None
     return out
 
@@ -266,7 +268,7 @@ def measure_recall(conn: psycopg.Connection[Any], qvecs: np.ndarray) -> dict[str
                 use_lexical=False,
                 filters=filters,
             )
-            _, rows = _timed(
+            _, rows = timed(
                 conn, store.knobs(params.tuning, filtered), store.build_statement(params), store.bind(params)
             )
             got = {r["id"] for r in rows if r["id"] is not None}
@@ -305,9 +307,9 @@ def measure_writes(url: str, threads: int = 4, per_thread: int = 100) -> dict[st
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DELETE FROM entries WHERE tags @> '{bench-write}'")
     return {
-        "single_writer_insert_ms": _pct(solo),
+        "single_writer_insert_ms": percentiles(solo),
         "concurrent_writers": threads,
-        "concurrent_insert_ms": _pct([x for m in many for x in m]),
+        "concurrent_insert_ms": percentiles([x for m in many for x in m]),
         "concurrent_inserts_per_s": round(threads * per_thread / elapsed, 1),
     }
 
