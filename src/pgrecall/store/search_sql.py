@@ -76,7 +76,7 @@ def _live_df(lexemes_of: str) -> str:
 #  probed    whose vocabulary holds probe_ratio of what the best one holds of them are the
 #            ones the whole query is stemmed in. Stemming costs ~1 µs per word and
 #            language and every later step works per (language, query word): a 140-word
-#            question in a 17-language store is stemmed 17 × 8 + ~6 × 140 times, not
+#            question in a 17-language store is stemmed 17 × 8 + ~3 × 140 times, not
 #            17 × 140. A shorter query is stemmed in every language, as it costs little.
 #  stemmed   the query stemmed once per searched language. to_tsvector(cfg, q) yields
 #            exactly the lexemes plainto_tsquery(cfg, q) would AND, stop words gone, and
