@@ -34,17 +34,12 @@ from psycopg.rows import dict_row
 from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.domain.entries import EntryFilters
-from pgrecall.evaluation import corpus, lexical
+from pgrecall.evaluation import lexical
 from pgrecall.evaluation.speed import bench_params, load_store, percentiles, timed, warm_up
 from pgrecall.evaluation.speed_inputs import bench_inputs
 from pgrecall.store import search as store
 
 SEED = 7
-# The statement's own CTEs up to `stemmed`, then how many languages the whole query went to.
-STEMMED_LANGUAGES = (
-    store.SQL_SEARCH.split("stops AS MATERIALIZED")[0].rstrip().rstrip(",")
-    + "\nSELECT count(DISTINCT cfg) AS n FROM stemmed"
-)
 
 
 def _params(text: str, qvec: np.ndarray, scale: tuple[float, float], ratio: float) -> store.SearchParams:
@@ -57,12 +52,7 @@ def _quality(conn: psycopg.Connection[Any], ratio: float) -> dict[str, float]:
     search = lexical.sql_lexical_search(conn, "default", tuning)
     out = {}
     for name in lexical.COLLECTIONS:
-        queries = lexical.read_queries(name)
-        qrels = {
-            q: {f"{name}:{d}": r for d, r in docs.items()}
-            for q, docs in corpus.read_qrels(name).items()
-            if q in queries
-        }
+        queries, qrels = lexical.judged_in_store(name)
         out[name] = round(lexical.ndcg10(lexical.store_run(search, queries), qrels), 4)
     return out
 
@@ -88,8 +78,8 @@ def measure(
                 ms, _ = timed(conn, knobs, store.build_statement(params), store.bind(params))
                 best[ratio][i] = min(best[ratio][i], ms)
                 if rep == 0:
-                    row = conn.execute(STEMMED_LANGUAGES, store.bind(params)).fetchone()
-                    languages[ratio].append(int(row["n"]) if row else 0)
+                    kept = conn.execute(store.SQL_STEMMED_LANGUAGES, store.bind(params)).fetchall()
+                    languages[ratio].append(len(kept))
     out: dict[str, Any] = {}
     for ratio in ratios:
         longs = [b for b, is_long in zip(best[ratio], long_query, strict=True) if is_long]

@@ -29,7 +29,7 @@ from pgrecall.config import Settings
 from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.evaluation import corpus
-from pgrecall.evaluation.lexical import COLLECTIONS, TOP, bm25s_run, ndcg10, read_queries, store_run
+from pgrecall.evaluation.lexical import COLLECTIONS, TOP, bm25s_run, judged_in_store, ndcg10, store_run
 from pgrecall.services.search import SearchOptions, SearchService
 from pgrecall.store.search import Tuning
 
@@ -44,12 +44,7 @@ def evaluate(server: EmbeddedServer, name: str) -> dict[str, object]:
     schema.upgrade(url, "head")
     settings = Settings(database_url=url, home=Path(tempfile.gettempdir()) / "pgrecall-quality-unused")
     docs = corpus.read_beir(name)
-    queries = read_queries(name)
-    qrels = {
-        q: {f"{name}:{d}": r for d, r in ds.items()}
-        for q, ds in corpus.read_qrels(name).items()
-        if q in queries
-    }
+    queries, qrels = judged_in_store(name)
     out: dict[str, object] = {"documents": len(docs), "queries": len(qrels)}
     started = time.perf_counter()
     with App(settings, embedder=None) as app:

@@ -49,10 +49,9 @@ def url(db_url: str) -> str:
 
 def stemmed_languages(url: str, params: store.SearchParams) -> set[str]:
     """The languages the statement stems the whole query in: its own CTEs up to `stemmed`."""
-    prefix = store.SQL_SEARCH.split("stops AS MATERIALIZED")[0].rstrip().rstrip(",")
     with psycopg.connect(url, row_factory=dict_row) as conn:
-        rows = conn.execute(prefix + "\nSELECT DISTINCT cfg::text AS cfg FROM stemmed", store.bind(params))
-        return {r["cfg"] for r in rows.fetchall()}
+        rows = conn.execute(store.SQL_STEMMED_LANGUAGES, store.bind(params)).fetchall()
+        return {r["cfg"] for r in rows}
 
 
 def lexical(query: str, **tuning: Any) -> store.SearchParams:

