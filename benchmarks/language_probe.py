@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -28,15 +26,12 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg import sql
 from psycopg.rows import dict_row
 
-from pgrecall.db import migrate as schema
-from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.evaluation import lexical
-from pgrecall.evaluation.speed import bench_params, load_store, percentiles, timed, warm_up
-from pgrecall.evaluation.speed_inputs import bench_inputs
+from pgrecall.evaluation.bench_store import temporary_bench_store
+from pgrecall.evaluation.speed import bench_params, percentiles, timed, warm_up
 from pgrecall.store import search as store
 
 SEED = 7
@@ -106,33 +101,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ratios = [float(r) for r in args.ratios.split(",")]
     started = time.perf_counter()
-    inputs = bench_inputs(args.size, SEED)
-    queries, qvecs, scale = inputs.queries, inputs.qvecs, inputs.scale
-    home = Path(tempfile.mkdtemp(prefix="pgrecall-probe-", dir="/tmp"))
-    home.chmod(0o755)
-    server = EmbeddedServer(home / "server")
-    server.acquire()
-    try:
-        with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier("probe")))
-        url = server.url("probe")
-        schema.upgrade(url, "head")
-        load = load_store(url, inputs.docs, inputs.vectors, SEED)
+    with temporary_bench_store(args.size, SEED, "probe") as bench:
         print(f"loaded {args.size} entries ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-        with psycopg.connect(url, row_factory=dict_row) as conn:
+        queries, qvecs, scale = bench.inputs.queries, bench.inputs.qvecs, bench.inputs.scale
+        with psycopg.connect(bench.url, row_factory=dict_row) as conn:
             warm_up(conn, queries, qvecs, scale)
             result = {
                 "size": args.size,
                 "queries": len(queries),
                 "probe_words": store.Tuning().language_probe_words,
-                "load": load,
+                "load": bench.load,
                 "reps": args.reps,
                 "ratios": measure(conn, queries, qvecs, scale, ratios, args.reps),
             }
-    finally:
-        server.release()
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
     result["total_seconds"] = round(time.perf_counter() - started, 1)
     text = json.dumps(result, indent=2)
     print(text)

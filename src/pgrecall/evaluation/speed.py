@@ -139,7 +139,7 @@ def warm_up(
         params = bench_params(text, qvec, "hybrid", EntryFilters(), scale)
         knobs = store.knobs(params.tuning, False)
         timed(conn, knobs, store.build_statement(params), store.bind(params))
-        timed(conn, knobs, anchor, _anchor_params(params, "hybrid"))
+        timed(conn, knobs, anchor, anchor_params(params, "hybrid"))
 
 
 def bench_params(
@@ -161,7 +161,7 @@ def bench_params(
     )
 
 
-def _anchor_params(params: store.SearchParams, mode: str) -> dict[str, Any]:
+def anchor_params(params: store.SearchParams, mode: str) -> dict[str, Any]:
     """The anchor's parameters for the same query and mode as `params`."""
     return {
         "owner": "default",
@@ -195,7 +195,7 @@ def measure_latency(
             for i, (text, qvec) in enumerate(zip(queries, qvecs, strict=True)):
                 params = bench_params(text, qvec, mode, filters, scale)
                 knobs = store.knobs(params.tuning, filtered)
-                aparams = _anchor_params(params, mode)
+                aparams = anchor_params(params, mode)
                 # The statement run second finds the blocks the first one read (the same HNSW
                 # neighbourhood, the same rows) in shared buffers: each goes first on every other query.
                 anchor_first = i % 2 == 1
