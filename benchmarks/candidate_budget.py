@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -30,12 +29,11 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
 
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.evaluation import lexical
-from pgrecall.evaluation.bench_store import temporary_bench_store
-from pgrecall.evaluation.speed import anchor_params, bench_params, percentiles, timed, warm_up
+from pgrecall.evaluation.bench_store import measure_on_bench_store
+from pgrecall.evaluation.speed import anchor_params, bench_params, percentiles, timed
 from pgrecall.evaluation.speed_inputs import BenchInputs
 from pgrecall.evaluation.speed_sql import SQL_ANCHOR
 from pgrecall.store import search as store
@@ -147,20 +145,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the result here")
     args = parser.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
-    started = time.perf_counter()
-    with temporary_bench_store(args.size, SEED, "budget") as bench:
-        print(f"loaded {args.size} entries ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-        inputs = bench.inputs
-        with psycopg.connect(bench.url, row_factory=dict_row) as conn:
-            warm_up(conn, inputs.queries, inputs.qvecs, inputs.scale)
-            result = {
-                "size": args.size,
-                "queries": len(inputs.queries),
-                "reps": args.reps,
-                "default_budget": store.Tuning().budget,
-                **measure(conn, inputs, budgets, args.reps),
-            }
-    result["total_seconds"] = round(time.perf_counter() - started, 1)
+    result = measure_on_bench_store(
+        args.size,
+        SEED,
+        "budget",
+        lambda conn, inputs: {
+            "reps": args.reps,
+            "default_budget": store.Tuning().budget,
+            **measure(conn, inputs, budgets, args.reps),
+        },
+    )
     print(_table(result), file=sys.stderr)
     text = json.dumps(result, indent=2)
     print(text)

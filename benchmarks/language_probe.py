@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -26,12 +24,11 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg.rows import dict_row
 
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.evaluation import lexical
-from pgrecall.evaluation.bench_store import temporary_bench_store
-from pgrecall.evaluation.speed import bench_params, percentiles, timed, warm_up
+from pgrecall.evaluation.bench_store import measure_on_bench_store
+from pgrecall.evaluation.speed import bench_params, percentiles, timed
 from pgrecall.store import search as store
 
 SEED = 7
@@ -100,21 +97,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the result here")
     args = parser.parse_args(argv)
     ratios = [float(r) for r in args.ratios.split(",")]
-    started = time.perf_counter()
-    with temporary_bench_store(args.size, SEED, "probe") as bench:
-        print(f"loaded {args.size} entries ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-        queries, qvecs, scale = bench.inputs.queries, bench.inputs.qvecs, bench.inputs.scale
-        with psycopg.connect(bench.url, row_factory=dict_row) as conn:
-            warm_up(conn, queries, qvecs, scale)
-            result = {
-                "size": args.size,
-                "queries": len(queries),
-                "probe_words": store.Tuning().language_probe_words,
-                "load": bench.load,
-                "reps": args.reps,
-                "ratios": measure(conn, queries, qvecs, scale, ratios, args.reps),
-            }
-    result["total_seconds"] = round(time.perf_counter() - started, 1)
+    result = measure_on_bench_store(
+        args.size,
+        SEED,
+        "probe",
+        lambda conn, inputs: {
+            "probe_words": store.Tuning().language_probe_words,
+            "reps": args.reps,
+            "ratios": measure(conn, inputs.queries, inputs.qvecs, inputs.scale, ratios, args.reps),
+        },
+    )
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +14,11 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import dict_row
 
 from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
-from pgrecall.evaluation.speed import load_store
+from pgrecall.evaluation.speed import load_store, warm_up
 from pgrecall.evaluation.speed_inputs import BenchInputs, bench_inputs
 
 
@@ -47,3 +50,26 @@ def temporary_bench_store(size: int, seed: int, name: str) -> Iterator[BenchStor
         server.release()
         server.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def measure_on_bench_store(
+    size: int,
+    seed: int,
+    name: str,
+    measure: Callable[[psycopg.Connection[Any], BenchInputs], dict[str, Any]],
+) -> dict[str, Any]:
+    """Build the bench store, warm it up, run `measure` on it: its figures with the store's size and load."""
+    started = time.perf_counter()
+    with temporary_bench_store(size, seed, name) as bench:
+        print(f"loaded {size} entries ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        inputs = bench.inputs
+        with psycopg.connect(bench.url, row_factory=dict_row) as conn:
+            warm_up(conn, inputs.queries, inputs.qvecs, inputs.scale)
+            result = {
+                "size": size,
+                "queries": len(inputs.queries),
+                "load": bench.load,
+                **measure(conn, inputs),
+            }
+    result["total_seconds"] = round(time.perf_counter() - started, 1)
+    return result
