@@ -10,7 +10,7 @@ latency is the min over --reps runs. Then nDCG@10 of the lexical branch on the C
 queries inside the store, per budget, against bm25s over the same documents (as `pgrecall bench`
 reports lexical quality at scale).
 
-It shows what the issue's "p95 ratio to the anchor ≤ 2.0 at 10k" would cost in quality.
+It shows what a hybrid p95 of at most twice the anchor's at 10k would cost in lexical quality.
 
 Run: python benchmarks/candidate_budget.py [--size 10000] [--budgets 100,200,300,500,1000] [--json FILE]
 Needs PGRECALL_BENCH_DATA or ../shared/data.
