@@ -19,11 +19,12 @@ FILLER = ["harbour", "ferry", "ticket", "storm", "tide", "gull", "cabin", "chart
 
 
 def notes() -> list[tuple[str, str | None]]:
+    """Each note's body and the query word it holds (None: it holds none)."""
     out: list[tuple[str, str | None]] = []
     for word, count in HOLDERS.items():
-        out += [(word, f"{word} {FILLER[i % 8]} {FILLER[(i + 3) % 8]} note {word}{i}") for i in range(count)]
-    out += [(None, f"{FILLER[i]} {FILLER[i + 1]} plain note number{i}") for i in range(5)]
-    return [(body, word) for word, body in out]
+        out += [(f"{word} {FILLER[i % 8]} {FILLER[(i + 3) % 8]} note {word}{i}", word) for i in range(count)]
+    out += [(f"{FILLER[i]} {FILLER[i + 1]} plain note number{i}", None) for i in range(5)]
+    return out
 
 
 @pytest.fixture
