@@ -78,18 +78,9 @@ def _latencies(
 
 def _quality(conn: psycopg.Connection[Any], budgets: Sequence[int], inputs: BenchInputs) -> dict[str, Any]:
     """nDCG@10 of the lexical branch per budget, and of bm25s over the same documents."""
-    keys = [d.key for d in inputs.docs]
-    texts = [f"{d.title}\n{d.body}" for d in inputs.docs]
-    out: dict[str, Any] = {"bm25s": {}}
-    judged = {name: lexical.judged_in_store(name) for name in lexical.COLLECTIONS}
-    for name, (queries, qrels) in judged.items():
-        out["bm25s"][name] = round(lexical.ndcg10(lexical.bm25s_run(keys, texts, queries), qrels), 4)
+    out: dict[str, Any] = {"bm25s": {n: round(v, 4) for n, v in lexical.bm25s_ndcg(inputs.docs).items()}}
     for budget in budgets:
-        search = lexical.sql_lexical_search(conn, "default", _tuning(budget))
-        out[str(budget)] = {
-            name: round(lexical.ndcg10(lexical.store_run(search, queries), qrels), 4)
-            for name, (queries, qrels) in judged.items()
-        }
+        out[str(budget)] = {n: round(v, 4) for n, v in lexical.ndcg_in_store(conn, _tuning(budget)).items()}
     return out
 
 

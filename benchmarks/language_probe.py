@@ -41,12 +41,7 @@ def _params(text: str, qvec: np.ndarray, scale: tuple[float, float], ratio: floa
 
 def _quality(conn: psycopg.Connection[Any], ratio: float) -> dict[str, float]:
     tuning = replace(store.Tuning(), language_probe_ratio=ratio)
-    search = lexical.sql_lexical_search(conn, "default", tuning)
-    out = {}
-    for name in lexical.COLLECTIONS:
-        queries, qrels = lexical.judged_in_store(name)
-        out[name] = round(lexical.ndcg10(lexical.store_run(search, queries), qrels), 4)
-    return out
+    return {name: round(ndcg, 4) for name, ndcg in lexical.ndcg_in_store(conn, tuning).items()}
 
 
 def measure(

@@ -14,34 +14,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-
 from pgrecall.app import App
 from pgrecall.config import Settings
-from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import COLLECTIONS, TOP, bm25s_run, judged_in_store, ndcg10, store_run
+from pgrecall.evaluation.private_server import fresh_database, private_server
 from pgrecall.services.search import SearchOptions, SearchService
 from pgrecall.store.search import Tuning
 
 
 def evaluate(server: EmbeddedServer, name: str) -> dict[str, object]:
     """Load one collection through the store and compare rankings."""
-    db = f"quality_{name}"
-    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db)))
-    url = server.url(db)
-    schema.upgrade(url, "head")
+    url = fresh_database(server, f"quality_{name}")
     settings = Settings(database_url=url, home=Path(tempfile.gettempdir()) / "pgrecall-quality-unused")
     docs = corpus.read_beir(name)
     queries, qrels = judged_in_store(name)
@@ -81,16 +72,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="pgrecall-quality-", dir="/tmp"))
-    home.chmod(0o755)
-    server = EmbeddedServer(home / "server")
-    server.acquire()
-    try:
+    with private_server("quality") as server:
         result = {name: evaluate(server, name) for name in COLLECTIONS}
-    finally:
-        server.release()
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
     text = json.dumps(result, indent=2)
     if args.json:
         Path(args.json).write_text(text + "\n")

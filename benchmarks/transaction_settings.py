@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import psycopg
 
 from pgrecall.db import migrate as schema
-from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.evaluation.private_server import private_server
 from pgrecall.store.scope import SQL_SET_OWNER
 from pgrecall.store.search import SQL_SET_KNOBS, Tuning, knobs
 
@@ -57,11 +56,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3000)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="pgrecall-bench-", dir="/tmp"))
-    home.chmod(0o755)
-    server = EmbeddedServer(home / "server")
-    server.acquire()
-    try:
+    with private_server("bench") as server:
         url = server.url("postgres")
         schema.upgrade(url, "head")
         values = knobs(Tuning(), False, "default")
@@ -82,8 +77,6 @@ def main() -> None:
                         conn.execute(statement, params).fetchall()
                     samples[name].append((time.perf_counter() - started) * 1000)
         report = {name: _pct(values[100:]) for name, values in samples.items()}  # first 100: warm-up
-    finally:
-        server.release()
     for name, figures in report.items():
         print(f"{name:38s} p50 {figures['p50_ms']:.3f} ms  p95 {figures['p95_ms']:.3f} ms")
     if args.json:

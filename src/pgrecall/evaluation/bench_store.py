@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import dict_row
 
-from pgrecall.db import migrate as schema
-from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.evaluation.private_server import fresh_database, private_server
 from pgrecall.evaluation.speed import load_store, warm_up
 from pgrecall.evaluation.speed_inputs import BenchInputs, bench_inputs
 
@@ -35,21 +30,9 @@ class BenchStore:
 def temporary_bench_store(size: int, seed: int, name: str) -> Iterator[BenchStore]:
     """Build `pgrecall bench`'s store of `size` entries in database `name`; gone again on exit."""
     inputs = bench_inputs(size, seed)
-    home = Path(tempfile.mkdtemp(prefix=f"pgrecall-{name}-", dir="/tmp"))
-    # The server runs as its own user when started by root: it must reach its data directory.
-    home.chmod(0o755)
-    server = EmbeddedServer(home / "server")
-    server.acquire()
-    try:
-        with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        url = server.url(name)
-        schema.upgrade(url, "head")
+    with private_server(name) as server:
+        url = fresh_database(server, name)
         yield BenchStore(url, inputs, load_store(url, inputs.docs, inputs.vectors, seed))
-    finally:
-        server.release()
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def measure_on_bench_store(

@@ -77,20 +77,34 @@ def judged_in_store(name: str) -> tuple[dict[str, str], dict[str, dict[str, int]
     return queries, qrels
 
 
-def quality_at_scale(url: str, docs: Sequence[corpus.Doc]) -> dict[str, Any]:
-    """nDCG@10 of the Cranfield and CISI queries inside a loaded benchmark store (sources = doc keys)."""
-    out: dict[str, Any] = {}
+def ndcg_in_store(conn: psycopg.Connection[Any], tuning: store.Tuning) -> dict[str, float]:
+    """nDCG@10 of the SQL lexical branch on each collection's queries inside a loaded benchmark store."""
+    search = sql_lexical_search(conn, "default", tuning)
+    return {name: ndcg10(store_run(search, queries), qrels) for name, (queries, qrels) in _judged().items()}
+
+
+def bm25s_ndcg(docs: Sequence[corpus.Doc]) -> dict[str, float]:
+    """nDCG@10 of bm25s on each collection's queries over the same documents as a benchmark store."""
     keys = [d.key for d in docs]
     texts = [f"{d.title}\n{d.body}" for d in docs]
+    judged = _judged().items()
+    return {name: ndcg10(bm25s_run(keys, texts, queries), qrels) for name, (queries, qrels) in judged}
+
+
+def _judged() -> dict[str, tuple[dict[str, str], dict[str, dict[str, int]]]]:
+    return {name: judged_in_store(name) for name in COLLECTIONS}
+
+
+def quality_at_scale(url: str, docs: Sequence[corpus.Doc]) -> dict[str, Any]:
+    """nDCG@10 of the Cranfield and CISI queries inside a loaded benchmark store (sources = doc keys)."""
     with psycopg.connect(url, row_factory=dict_row) as conn:
-        search = sql_lexical_search(conn, "default", store.Tuning())
-        for name in COLLECTIONS:
-            queries, qrels = judged_in_store(name)
-            ours = ndcg10(store_run(search, queries), qrels)
-            theirs = ndcg10(bm25s_run(keys, texts, queries), qrels)
-            out[name] = {
-                "pgrecall": round(ours, 4),
-                "bm25s": round(theirs, 4),
-                "ratio": round(ours / theirs, 3),
-            }
-    return out
+        ours = ndcg_in_store(conn, store.Tuning())
+    theirs = bm25s_ndcg(docs)
+    return {
+        name: {
+            "pgrecall": round(ours[name], 4),
+            "bm25s": round(theirs[name], 4),
+            "ratio": round(ours[name] / theirs[name], 3),
+        }
+        for name in COLLECTIONS
+    }

@@ -18,9 +18,7 @@ import json
 import os
 import platform
 import random
-import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,13 +29,12 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from pgrecall.db import migrate as schema
-from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.domain.language import ISO_TO_CONFIG
 from pgrecall.domain.text import content_hash
 from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import quality_at_scale
+from pgrecall.evaluation.private_server import fresh_database, private_server
 from pgrecall.evaluation.speed_inputs import BASE_VECTORS, BASE_WORDS, bench_inputs
 from pgrecall.evaluation.speed_sql import SQL_ANCHOR, SQL_EXACT
 from pgrecall.store import search as store
@@ -319,10 +316,6 @@ def run_search_benchmark(
     docs_all, vectors_all = inputs.docs, inputs.vectors
     queries, qvecs, scale = inputs.queries, inputs.qvecs, inputs.scale
     progress(f"{len(docs_all)} texts and their vectors ready ({time.perf_counter() - started:.0f} s)")
-    home = Path(tempfile.mkdtemp(prefix="pgrecall-bench-", dir="/tmp"))
-    home.chmod(0o755)
-    server = EmbeddedServer(home / "server")
-    server.acquire()
     result: dict[str, Any] = {
         "machine": {
             "cpus": os.cpu_count(),
@@ -335,14 +328,10 @@ def run_search_benchmark(
         "fusion": {"hybrid": "convex", "model_scale": [round(x, 4) for x in scale]},
         "sizes": {},
     }
-    try:
+    with private_server("bench") as server:
         for n in sizes:
             name = f"bench_{n}"
-            with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            url = server.url(name)
-            schema.upgrade(url, "head")
+            url = fresh_database(server, name)
             size: dict[str, Any] = {"load": load_store(url, docs_all[:n], vectors_all[:n], seed)}
             progress(f"{n}: loaded {size['load']} ({time.perf_counter() - started:.0f} s)")
             with psycopg.connect(url, row_factory=dict_row) as conn:
@@ -359,10 +348,6 @@ def run_search_benchmark(
             result["sizes"][str(n)] = size
             with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
                 conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
-    finally:
-        server.release()
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
     result["total_seconds"] = round(time.perf_counter() - started, 1)
     if json_out is not None:
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,41 @@
+"""A throwaway embedded PostgreSQL for benchmarks: its own home under /tmp, stopped and removed on exit."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from pgrecall.db import migrate as schema
+from pgrecall.db.embedded import EmbeddedServer
+
+
+@contextmanager
+def private_server(label: str) -> Iterator[EmbeddedServer]:
+    """An embedded server in a fresh `/tmp/pgrecall-<label>-*` home, stopped and its home removed on exit."""
+    home = Path(tempfile.mkdtemp(prefix=f"pgrecall-{label}-", dir="/tmp"))
+    # Started by root, the server runs as its own user: it must be able to reach its data directory.
+    home.chmod(0o755)
+    server = EmbeddedServer(home / "server")
+    server.acquire()
+    try:
+        yield server
+    finally:
+        server.release()
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def fresh_database(server: EmbeddedServer, name: str) -> str:
+    """Create database `name` on `server` (dropping any left by an earlier run) at schema head; its URL."""
+    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = server.url(name)
+    schema.upgrade(url, "head")
+    return url
