@@ -13,7 +13,7 @@ reports lexical quality at scale).
 It shows what a hybrid p95 of at most twice the anchor's at 10k would cost in lexical quality.
 
 Run: python benchmarks/candidate_budget.py [--size 10000] [--budgets 100,200,300,500,1000] [--json FILE]
-Needs PGRECALL_BENCH_DATA or ../shared/data.
+Reads Cranfield and CISI from PGRECALL_BENCH_DATA or the copies in src/pgrecall/evaluation/data.
 """
 
 from __future__ import annotations

@@ -10,13 +10,14 @@ sees exactly the same branches:
   1 at its typical related one; embeddings/calibration.py) + (1 − w) × BM25 / the best BM25 of the
   search, with w = base / (1 + factor · ln(1 + query words)) within 0.1..0.9 (store/search.Tuning).
 
-Development collections: Cranfield, CISI (../shared/data) and debian-mixed (ours; also the lexical
-development store). The shipped (base, factor) is the grid point with the best worst margin over them
+Development collections: Cranfield, CISI (in src/pgrecall/evaluation/data) and debian-mixed
+(ours; the lexical development store). The shipped (base, factor) is the grid point with the best
+worst margin over them
 (margin: nDCG@10 − max(vector, lexical)). Cross-checks, both directions: tuned on Cranfield alone and
 reported on CISI, tuned on CISI alone and reported on Cranfield. Reported untouched: debian-en and
 debian-es (benchmarks/collections/README.md). Scores: ir-measures nDCG@10, as `pgrecall eval`.
 
-Run: python benchmarks/fusion.py [--data ../shared/data] [--cache FILE] [--json benchmarks/fusion.json]
+Run: python benchmarks/fusion.py [--data DIR] [--cache FILE] [--json benchmarks/fusion.json]
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pgrecall.config import Settings
 from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.embeddings.cache import CachedQueryEmbedder
-from pgrecall.evaluation import runner
+from pgrecall.evaluation import corpus, runner
 from pgrecall.evaluation.dataset import load_dataset
 from pgrecall.evaluation.pipeline import OWNER, loaded_store
 from pgrecall.services.search import SearchOptions, SearchService
@@ -180,7 +181,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     """Collect candidates, choose the setting on the development collections, report everywhere."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=HERE.parent.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=corpus.DEFAULT_DATA_DIR)
     parser.add_argument("--cache", type=Path, help="keep the collected candidates here (reused if present)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

@@ -10,7 +10,7 @@ and CISI queries inside the store (as `pgrecall bench` reports lexical quality a
 queries longer than the probe change; the short ones are reported as the control.
 
 Run: python benchmarks/language_probe.py [--size 100000] [--ratios 0.25,0.5] [--json FILE]
-Needs PGRECALL_BENCH_DATA or ../shared/data.
+Reads Cranfield and CISI from PGRECALL_BENCH_DATA or the copies in src/pgrecall/evaluation/data.
 """
 
 from __future__ import annotations

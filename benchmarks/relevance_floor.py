@@ -16,7 +16,8 @@ then reports that floor, untouched, on the report collection (and the reverse ru
 other direction).
 
 Run: python benchmarks/relevance_floor.py [--tune cranfield] [--report cisi] [--json FILE]
-Needs PGRECALL_BENCH_DATA or ../shared/data; document vectors are cached under PGRECALL_HOME.
+Reads Cranfield and CISI from PGRECALL_BENCH_DATA or the copies in src/pgrecall/evaluation/data;
+document vectors are cached under PGRECALL_HOME.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 
 from pgrecall.config import Settings
 from pgrecall.embeddings import create_embedder
-from pgrecall.evaluation import runner
+from pgrecall.evaluation import corpus, runner
 from pgrecall.evaluation.dataset import load_dataset
 from pgrecall.evaluation.pipeline import OWNER, loaded_store
 from pgrecall.services.context import build_context
@@ -42,7 +43,7 @@ from pgrecall.services.retrieval import RetrievalRequest
 from pgrecall.services.search import SearchOptions
 
 FLOORS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-DATA = Path(os.environ.get("PGRECALL_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = Path(os.environ.get("PGRECALL_BENCH_DATA") or corpus.DEFAULT_DATA_DIR)
 
 
 def _prf(found: Sequence[str], relevant: set[str]) -> tuple[float, float]:

@@ -29,6 +29,9 @@ ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+    # Never the user's home: without PGRECALL_HOME the server would use the default one (as root,
+    # /var/lib/pgrecall) for its run directory and model worker.
+    env["PGRECALL_HOME"] = os.environ["PGRECALL_HOME"]
     # The image has pgrecall on PATH; here it is the venv running the tests.
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PGRECALL_PYTHON"] = sys.executable

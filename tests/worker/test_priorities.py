@@ -52,4 +52,8 @@ def test_passages_run_at_a_lower_priority_than_queries(settings: Settings) -> No
             assert job.done.wait(60) and job.error is None
     finally:
         scheduler.stop()
-    assert seen["passages"] >= seen["queries"] + 10
+    # Relative to the caller's own niceness: under `nice -n 10` queries run at 10 and passages at the
+    # ceiling, 19 (Linux caps nice there).
+    if seen["queries"] >= 19:
+        pytest.skip("already at the lowest priority: passages cannot go below queries")
+    assert seen["passages"] == min(19, seen["queries"] + 10)

@@ -56,7 +56,7 @@ def bench(
         Path | None,
         typer.Option(
             help="Folder with the BEIR collections cranfield/ and cisi/ (default: $PGRECALL_BENCH_DATA, "
-            "else ../shared/data)."
+            "else the copies shipped with pgrecall)."
         ),
     ] = None,
 ) -> None:

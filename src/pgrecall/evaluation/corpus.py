@@ -1,8 +1,9 @@
 """Reproducible benchmark texts: BEIR collections (see data_dir) and Debian man pages.
 
 Where the BEIR collections live: `set_data_dir()` (the `--data-dir` option of the benchmark
-commands), else $PGRECALL_BENCH_DATA, else `../shared/data` from the working directory (a
-checkout with the shared folder beside it).
+commands), else $PGRECALL_BENCH_DATA, else the copies of Cranfield and CISI shipped in this
+package (`evaluation/data/`, each with its README: origin, conversion and licence), so the
+benchmarks run from any directory with nothing beside the installation.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_DATA_DIR = Path("..") / "shared" / "data"
+DEFAULT_DATA_DIR = Path(__file__).resolve().parent / "data"
 _chosen_data_dir: Path | None = None
 MAN_DIR = Path("/usr/share/man")
 # Man page directory → ISO 639-1 code; pages in languages Postgres cannot stem go to 'simple'.
