@@ -10,7 +10,7 @@ from __future__ import annotations
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from pgrecall.chunking.decode import normalize
-from pgrecall.chunking.model import Heading
+from pgrecall.chunking.model import DocumentError, Heading
 
 # Never main content: chrome, scripts, forms and anything marked hidden or navigational.
 _DROP = (
@@ -130,7 +130,10 @@ def extract(source: str) -> tuple[str, str | None, tuple[Heading, ...]]:
     root = tree.css_first("main") or tree.css_first("article") or tree.body or tree.root
     out = _Writer()
     if root is not None:
-        _walk(root, out)
+        try:
+            _walk(root, out)
+        except RecursionError as exc:
+            raise DocumentError("HTML nested too deeply") from exc
     out.end_block()
     parts: list[str] = []
     headings: list[Heading] = []

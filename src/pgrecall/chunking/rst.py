@@ -22,7 +22,11 @@ _SETTINGS = {
 
 def headings(text: str) -> tuple[Heading, ...]:
     """Section titles with their nesting depth, spanning title line, underline and any overline."""
-    doctree = publish_doctree(text, settings_overrides=_SETTINGS)
+    try:
+        doctree = publish_doctree(text, settings_overrides=_SETTINGS)
+    except Exception:
+        # Markup docutils cannot take leaves the outline empty; the text still chunks by paragraphs.
+        return ()
     lines = text.split("\n")
     starts = [0]
     for line in lines:
