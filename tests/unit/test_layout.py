@@ -15,6 +15,7 @@ LAYERS = {
     "domain": 1,
     "db": 1,
     "embeddings": 2,
+    "chunking": 2,
     "store": 2,
     "worker": 2,
     "services": 3,

@@ -1,0 +1,153 @@
+"""HTML: the main content's text with selectolax (lexbor), headings h1-h6 as the outline.
+
+The normalized document is the extracted text: a heading or paragraph per line, blocks separated
+by a blank line, a list as one line per item, a table as one line per row (cells joined by
+" | "), preformatted text as it is.
+"""
+
+from __future__ import annotations
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from pgrecall.chunking.decode import normalize
+from pgrecall.chunking.model import DocumentError, Heading
+
+# Never main content: chrome, scripts, forms and anything marked hidden or navigational.
+_DROP = (
+    "script, style, noscript, template, nav, header, footer, aside, form, button, svg, iframe, "
+    "object, embed, canvas, dialog, [hidden], [aria-hidden=true], [role=navigation], "
+    "[role=banner], [role=contentinfo], [role=complementary], [role=search]"
+)
+_BLOCK = frozenset(
+    [
+        "address",
+        "article",
+        "blockquote",
+        "body",
+        "dd",
+        "details",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "hr",
+        "li",
+        "main",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "ul",
+        "caption",
+    ]
+)
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+
+
+class _Writer:
+    """Collects blocks of text; inline text accumulates into the current line."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[str, int]] = []  # (text, heading level or 0)
+        self.lines: list[str] = []
+        self.words: list[str] = []
+
+    def inline(self, text: str) -> None:
+        self.words.append(text)
+
+    def end_line(self) -> None:
+        line = " ".join("".join(self.words).split())
+        self.words = []
+        if line:
+            self.lines.append(line)
+
+    def end_block(self, level: int = 0) -> None:
+        self.end_line()
+        if self.lines:
+            self.blocks.append(("\n".join(self.lines), level))
+        self.lines = []
+
+    def raw_block(self, text: str) -> None:
+        self.end_block()
+        if text.strip():
+            self.blocks.append((text.strip("\n"), 0))
+
+
+def _walk(node: LexborNode, out: _Writer) -> None:
+    for child in node.iter(include_text=True):
+        tag = child.tag
+        if tag == "-text":
+            out.inline(child.text(deep=False))
+        elif tag in ("-comment", None):
+            continue
+        elif tag == "pre":
+            out.raw_block(child.text(deep=True))
+        elif tag in _HEADINGS:
+            out.end_block()
+            _walk(child, out)
+            out.end_block(_HEADINGS[tag])
+        elif tag in ("li", "tr", "dt", "dd", "caption"):
+            out.end_line()
+            _walk(child, out)
+            out.end_line()
+        elif tag in ("td", "th"):
+            if out.words:
+                out.inline(" | ")
+            _walk(child, out)
+        elif tag == "br":
+            out.end_line()
+        elif tag in _BLOCK:
+            out.end_block()
+            _walk(child, out)
+            out.end_block()
+        else:
+            _walk(child, out)
+
+
+def extract(source: str) -> tuple[str, str | None, tuple[Heading, ...]]:
+    """(normalized text, <title> or first h1, headings with offsets in the text)."""
+    tree = LexborHTMLParser(source)
+    title_node = tree.css_first("title")
+    title = " ".join(title_node.text().split()) if title_node is not None else ""
+    for node in tree.css(_DROP):
+        node.decompose()
+    root = tree.css_first("main") or tree.css_first("article") or tree.body or tree.root
+    out = _Writer()
+    if root is not None:
+        try:
+            _walk(root, out)
+        except RecursionError as exc:
+            raise DocumentError("HTML nested too deeply") from exc
+    out.end_block()
+    parts: list[str] = []
+    headings: list[Heading] = []
+    pos = 0
+    for raw, level in out.blocks:
+        text = normalize(raw, drop_nul=True)
+        if not text:
+            continue
+        if parts:
+            pos += 2
+        if level:
+            headings.append(Heading(level, " ".join(text.split()), pos, pos + len(text)))
+        parts.append(text)
+        pos += len(text)
+    if not title:
+        title = next((h.title for h in headings if h.level == 1), "")
+    return "\n\n".join(parts), title or None, tuple(headings)

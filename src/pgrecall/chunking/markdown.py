@@ -1,0 +1,101 @@
+"""Markdown: block boundaries from markdown-it-py's token line maps over the normalized source."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from pgrecall.chunking.blocks import HEADING, LINES, PROSE, Block
+from pgrecall.chunking.model import Heading
+from pgrecall.chunking.segment import trim
+
+_KINDS = {
+    "paragraph_open": PROSE,
+    "fence": LINES,
+    "code_block": LINES,
+    "table_open": LINES,
+    "blockquote_open": LINES,
+    "html_block": LINES,
+}
+_LISTS = ("bullet_list_open", "ordered_list_open")
+
+
+@cache
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    starts.extend(i + 1 for i, ch in enumerate(text) if ch == "\n")
+    return starts
+
+
+def _inline_text(token: Token) -> str:
+    parts = []
+    for child in token.children or ():
+        if child.type in ("text", "code_inline", "html_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return " ".join("".join(parts).split())
+
+
+def front_matter(text: str) -> dict[str, Any]:
+    """The YAML front matter as a mapping ({} when there is none or it is not a mapping)."""
+    for token in _parser().parse(text):
+        if token.type == "front_matter":
+            try:
+                loaded = yaml.safe_load(token.content)
+            except yaml.YAMLError:
+                return {}
+            return loaded if isinstance(loaded, dict) else {}
+    return {}
+
+
+def blocks(text: str) -> list[Block]:
+    """Headings, paragraphs, code blocks, tables, quotes and list items, in source order.
+
+    Only top-level tokens make blocks; a list contributes one block per top-level item, so a
+    list is cut between items, never inside one. Front matter and rules make none.
+    """
+    tokens = _parser().parse(text)
+    starts = _line_starts(text)
+
+    def span(line_map: list[int]) -> tuple[int, int]:
+        end = starts[line_map[1]] if line_map[1] < len(starts) else len(text)
+        return trim(text, starts[line_map[0]], end)
+
+    out: list[Block] = []
+    for i, token in enumerate(tokens):
+        if token.level != 0 or token.map is None or token.nesting == -1:
+            continue
+        if token.type == "heading_open":
+            start, end = span(token.map)
+            title = _inline_text(tokens[i + 1])
+            out.append(Block(start, end, HEADING, Heading(int(token.tag[1:]), title, start, end)))
+        elif token.type in _LISTS:
+            depth = token.level + 1
+            j = i + 1
+            while j < len(tokens) and not (tokens[j].level == token.level and tokens[j].nesting == -1):
+                item = tokens[j]
+                if item.type == "list_item_open" and item.level == depth and item.map is not None:
+                    out.append(Block(*span(item.map), LINES))
+                j += 1
+        elif token.type in _KINDS:
+            out.append(Block(*span(token.map), _KINDS[token.type]))
+    return [b for b in out if b.end > b.start]
+
+
+def title(parsed: list[Block], meta: dict[str, Any]) -> str | None:
+    """The first H1, else the front matter's title."""
+    for block in parsed:
+        if block.heading is not None and block.heading.level == 1 and block.heading.title:
+            return block.heading.title
+    value = meta.get("title")
+    return str(value).strip() or None if value is not None else None
