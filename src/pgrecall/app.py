@@ -25,6 +25,7 @@ from pgrecall.embeddings import CachedQueryEmbedder, create_embedder
 from pgrecall.embeddings.base import Embedder, EmbeddingError
 from pgrecall.services.activity import ActivityService
 from pgrecall.services.citations import CitationService
+from pgrecall.services.documents import DocumentService
 from pgrecall.services.duplicates import NearDuplicates
 from pgrecall.services.entries import EntryService
 from pgrecall.services.highlight import Highlighter
@@ -36,6 +37,7 @@ from pgrecall.services.search import SearchService
 from pgrecall.services.tokens import TokenService
 from pgrecall.store.activity import ActivityStore
 from pgrecall.store.catalog import read_catalog
+from pgrecall.store.documents import DocumentStore
 from pgrecall.store.entries import EntryStore
 from pgrecall.store.links import LinkStore
 from pgrecall.store.pending import PendingOwners
@@ -83,6 +85,7 @@ class App:
         self.store: EntryStore
         self.entries: EntryService
         self.search: SearchService
+        self.documents: DocumentService
         self.retrieval: RetrievalService
         self.duplicates: NearDuplicates
         self.citations: CitationService
@@ -115,6 +118,7 @@ class App:
             self.entries = EntryService(
                 self.settings, self.store, self.catalog, self.detector, self._embedder
             )
+            self.documents = DocumentService(self.settings, DocumentStore(self.pool), self.entries)
             self.search = SearchService(self.settings, self.pool, self.catalog, self._embedder)
             self.retrieval = RetrievalService(self.search, self.store)
             self.duplicates = NearDuplicates(self.search, self.store)

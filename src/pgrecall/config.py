@@ -102,6 +102,25 @@ class Settings(BaseSettings):
         le=1_000_000,
         description="Largest entry text accepted, in characters (after normalization).",
     )
+    max_document_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1,
+        le=1024 * 1024 * 1024,
+        description="Largest document accepted by ingest, in bytes (as read, before parsing).",
+    )
+    chunk_chars: int = Field(
+        default=1200,
+        ge=200,
+        le=20_000,
+        description="Longest chunk a document is cut into, in characters (chunks follow headings and "
+        "paragraphs below it).",
+    )
+    ingest_roots: str = Field(
+        default="",
+        max_length=4_000,
+        description="Folders (comma-separated) under which ingest_document may read a server-side path, "
+        "over stdio only. Empty: the MCP tool reads no paths (the CLI reads what its user names).",
+    )
     detect_min_chars: int = Field(
         default=20,
         ge=1,
@@ -197,6 +216,11 @@ class Settings(BaseSettings):
         if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgres://")):
             raise ValueError("PGRECALL_DATABASE_URL must start with postgresql://")
         return value
+
+    @property
+    def ingest_root_paths(self) -> list[Path]:
+        """PGRECALL_INGEST_ROOTS as resolved folders."""
+        return [Path(p.strip()).expanduser().resolve() for p in self.ingest_roots.split(",") if p.strip()]
 
     @property
     def embedded(self) -> bool:

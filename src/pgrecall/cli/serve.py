@@ -139,7 +139,7 @@ def serve(
                     )
                 shown = f"[{host}]" if ":" in host else host
                 auth_base_url = f"http://{shown}:{port}"
-        server = create_server(runtime, auth_base_url=auth_base_url)
+        server = create_server(runtime, auth_base_url=auth_base_url, read_paths=transport is Transport.stdio)
         if policy is not None:
             _mount_ui(server, runtime, host, port, codes_allowed=auth_base_url is None)
         configure_logging(log_level)  # the SDK installs its own (rich) handler; ours writes JSON

@@ -253,8 +253,8 @@ SQL_TAGS_OPCLASS_EXISTS = (
 # Owner-scoped tables in one co-location group by owner. The statistics tables go first: moving
 # the rows of a populated `entries` into its shards fires the statistics triggers there, which
 # write to the statistics tables (counted twice, so rebuilt after).
-DISTRIBUTED_TABLES = ("lexical_df", "lexical_df_delta", "lexical_docs", "lexical_docs_delta", "entries",
-                      "entry_links")  # fmt: skip
+DISTRIBUTED_TABLES = ("lexical_df", "lexical_df_delta", "lexical_docs", "lexical_docs_delta", "documents",
+                      "entries", "entry_links")  # fmt: skip
 REFERENCE_TABLES = ("api_tokens",)
 SQL_DISTRIBUTE_FIRST = "SELECT create_distributed_table('lexical_df', 'owner')"
 SQL_DISTRIBUTE = "SELECT create_distributed_table(%s, 'owner', colocate_with => 'lexical_df')"

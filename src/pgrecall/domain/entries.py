@@ -41,6 +41,10 @@ class Entry:
     # How the language was chosen (explicit, detected, default, unsupported); None: not recorded.
     language_how: str | None = None
     language_confidence: float | None = None
+    # A chunk of a document: the document, its place in it and its section path (None: a note).
+    document_id: uuid.UUID | None = None
+    ordinal: int | None = None
+    section_path: list[str] | None = None
 
     @property
     def deleted(self) -> bool:
@@ -81,6 +85,9 @@ class NewEntry:
     language_confidence: float | None = None
     expires_at: datetime | None = None
     supersedes: uuid.UUID | None = None
+    document_id: uuid.UUID | None = None  # see Entry.document_id
+    ordinal: int | None = None
+    section_path: Sequence[str] | None = None
 
 
 @dataclass(frozen=True)

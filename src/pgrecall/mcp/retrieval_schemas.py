@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
@@ -69,6 +70,17 @@ class ScoreBreakdown(BaseModel):
         return cls(**data.__dict__)
 
 
+class DocumentPlaceOut(BaseModel):
+    """Where a chunk sits in its document."""
+
+    id: str = Field(description="Document id; get_document shows its outline.")
+    title: str | None
+    source: str | None
+    version: str | None
+    section_path: list[str] = Field(description="Chapter › section › subsection.")
+    ordinal: int = Field(description="Position of the chunk in the document (0-based).")
+
+
 class Hit(BaseModel):
     """One search result."""
 
@@ -85,6 +97,9 @@ class Hit(BaseModel):
         "the query did not match)."
     )
     pinned: bool = Field(description="True when it is here because its hash was pinned.")
+    document: DocumentPlaceOut | None = Field(
+        default=None, description="For a document's chunk: its document, section and place; null for a note."
+    )
     breakdown: ScoreBreakdown | None = Field(
         description="Per-branch ranks and scores (only with explain=true)."
     )
@@ -225,4 +240,5 @@ def hit_out(rank: int, ranked: Ranked, explain: bool) -> Hit:
         score=ranked.score,
         pinned=ranked.pinned,
         breakdown=ScoreBreakdown.of(hit.breakdown) if (explain and hit is not None) else None,
+        document=DocumentPlaceOut(**asdict(hit.document)) if hit is not None and hit.document else None,
     )

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from pgrecall import __version__
 from pgrecall.mcp.activity_tools import register_activity_tools
 from pgrecall.mcp.auth import SCOPE, DatabaseTokenVerifier
+from pgrecall.mcp.document_tools import register_document_tools
 from pgrecall.mcp.entry_tools import register_entry_tools
 from pgrecall.mcp.errors import argument_errors
 from pgrecall.mcp.link_tools import register_link_tools
@@ -113,8 +114,13 @@ class PgrecallServer(MCPServer):
         return result
 
 
-def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPServer:
+def create_server(
+    runtime: Runtime, *, auth_base_url: str | None = None, read_paths: bool = False
+) -> MCPServer:
     """An MCP server exposing pgrecall's tools over an already opened Runtime.
+
+    `read_paths`: ingest_document may read server-side files under PGRECALL_INGEST_ROOTS (stdio
+    only: the client is the local user; over HTTP a caller could read the server's files).
 
     With `auth_base_url` (the server's public http(s)://host:port), every HTTP request needs a
     bearer token from `pgrecall token create`, and each call acts as the token's owner.
@@ -158,6 +164,7 @@ def create_server(runtime: Runtime, *, auth_base_url: str | None = None) -> MCPS
 
     register_entry_tools(server, runtime, current_owner)
     register_retrieval_tools(server, runtime, current_owner)
+    register_document_tools(server, runtime, current_owner, read_paths=read_paths)
     register_activity_tools(server, runtime, current_owner)
     register_link_tools(server, runtime, current_owner)
     register_resources(server, runtime, current_owner, bus)

@@ -81,6 +81,18 @@ class ScoreBreakdown:
 
 
 @dataclass(frozen=True)
+class DocumentPlace:
+    """Where a chunk sits: its document (id, title, source, version), section path and ordinal."""
+
+    id: str
+    title: str | None
+    source: str | None
+    version: str | None
+    section_path: list[str]
+    ordinal: int
+
+
+@dataclass(frozen=True)
 class SearchHit:
     """One search result (never with a vector)."""
 
@@ -97,6 +109,7 @@ class SearchHit:
     updated_at: datetime
     score: float
     breakdown: ScoreBreakdown
+    document: DocumentPlace | None = None
 
 
 @dataclass(frozen=True)
@@ -323,7 +336,21 @@ class SearchService:
                 recency=row.recency_rrf,
                 relevance=round(judged.overall, 4),
             ),
+            document=_place(row),
         )
+
+
+def _place(row: SearchRow) -> DocumentPlace | None:
+    if row.document_id is None or row.ordinal is None:
+        return None
+    return DocumentPlace(
+        id=str(row.document_id),
+        title=row.document_title,
+        source=row.source,
+        version=row.document_version,
+        section_path=list(row.section_path or []),
+        ordinal=row.ordinal,
+    )
 
 
 def _weights(vector: float) -> dict[str, float]:

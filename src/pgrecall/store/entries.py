@@ -71,7 +71,7 @@ def _entry(row: dict[str, Any]) -> Entry:
     return Entry(**row)
 
 
-def _insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
+def insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
     vector = vector_literal(new.embedding)
     return {
         "owner": owner,
@@ -92,6 +92,9 @@ def _insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
         "language_confidence": new.language_confidence,
         "expires_at": new.expires_at,
         "supersedes": new.supersedes,
+        "document_id": new.document_id,
+        "ordinal": new.ordinal,
+        "section_path": list(new.section_path) if new.section_path is not None else None,
     }
 
 
@@ -104,7 +107,7 @@ class EntryStore:
     def create(self, owner: str, new: NewEntry) -> tuple[Entry, bool]:
         """Insert one entry; returns (entry, created). With an idempotency key already used, the
         earlier entry and False."""
-        params = _insert_params(owner, new)
+        params = insert_params(owner, new)
         with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_INSERT, params).fetchone()
             if row is None:
@@ -120,7 +123,7 @@ class EntryStore:
             raise ValueError("insert_many takes entries without idempotency keys; use create")
         stored: builtins.list[Entry] = []
         with owner_transaction(self.pool, owner) as conn, conn.cursor() as cur:
-            cur.executemany(SQL_INSERT, [_insert_params(owner, new) for new in entries], returning=True)
+            cur.executemany(SQL_INSERT, [insert_params(owner, new) for new in entries], returning=True)
             for _ in entries:
                 row = cur.fetchone()
                 assert row is not None

@@ -6,7 +6,8 @@ from pgrecall.store.current_sql import not_expired, not_superseded
 COLUMNS = """
     id, owner, kind, source, title, body, tags, metadata, language,
     content_hash, version, created_at, updated_at, deleted_at, embedding_model, embedding_dim,
-    detected_language, expires_at, supersedes, language_how, language_confidence
+    detected_language, expires_at, supersedes, language_how, language_confidence,
+    document_id, ordinal, section_path
 """
 
 # ON CONFLICT makes a repeated idempotency key a no-op even when two servers race
@@ -14,11 +15,12 @@ COLUMNS = """
 SQL_INSERT = f"""
 INSERT INTO entries (owner, kind, source, title, body, tags, metadata, language, content_hash,
                      embedding, embedding_model, embedding_dim, idempotency_key, detected_language,
-                     expires_at, supersedes, language_how, language_confidence)
+                     expires_at, supersedes, language_how, language_confidence, document_id, ordinal,
+                     section_path)
 VALUES (%(owner)s, %(kind)s, %(source)s, %(title)s, %(body)s, %(tags)s, %(metadata)s,
         %(language)s::regconfig, %(content_hash)s, %(embedding)s::vector, %(embedding_model)s,
         %(embedding_dim)s, %(idempotency_key)s, %(detected_language)s, %(expires_at)s, %(supersedes)s,
-        %(language_how)s, %(language_confidence)s)
+        %(language_how)s, %(language_confidence)s, %(document_id)s, %(ordinal)s, %(section_path)s)
 ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING {COLUMNS}
 """

@@ -170,6 +170,12 @@ class SearchRow:
     source: str | None
     created_at: datetime
     updated_at: datetime
+    # A document's chunk: where it sits (None for a note).
+    document_id: uuid.UUID | None = None
+    ordinal: int | None = None
+    section_path: list[str] | None = None
+    document_title: str | None = None
+    document_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -333,6 +339,11 @@ def to_rows(rows: list[dict[str, Any]]) -> SearchRows:
             source=r["source"],
             created_at=r["created_at"],
             updated_at=r["updated_at"],
+            document_id=r["document_id"],
+            ordinal=r["ordinal"],
+            section_path=r["section_path"],
+            document_title=r["document_title"],
+            document_version=r["document_version"],
         )
         for r in rows
         if r["id"] is not None

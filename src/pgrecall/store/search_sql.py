@@ -383,9 +383,12 @@ SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
        ARRAY(SELECT u.lexeme FROM langterms t, unnest(t.lexemes, t.tqs) AS u(lexeme, tq)
              WHERE t.cfg = top.lex_cfg AND e.tsv @@ u.tq ORDER BY u.lexeme) AS matched,
        e.title, left(e.body, %(body_chars)s) AS body, e.tags, e.language::text AS language,
-       e.content_hash, e.kind, e.source, e.created_at, e.updated_at
+       e.content_hash, e.kind, e.source, e.created_at, e.updated_at,
+       e.document_id, e.ordinal, e.section_path,
+       d.title AS document_title, d.version_label AS document_version
 FROM (SELECT 1) AS one
-LEFT JOIN (top JOIN entries e ON e.owner = %(owner)s AND e.id = top.id) ON true
+LEFT JOIN (top JOIN entries e ON e.owner = %(owner)s AND e.id = top.id
+           LEFT JOIN documents d ON d.owner = %(owner)s AND d.id = e.document_id) ON true
 ORDER BY top.fused DESC, top.id
 """.replace("<slots1_8>", _slots(1, 8))
     .replace("<live_df probe_stems>", _live_df("probe_stems"))

@@ -1,0 +1,147 @@
+"""The documents tools: ingest, get (outline or a section), list, delete/restore."""
+
+# No `from __future__ import annotations`: the SDK evaluates tool signatures.
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from pgrecall.chunking import DocumentError
+from pgrecall.errors import InvalidInputError
+from pgrecall.mcp import params as p
+from pgrecall.mcp.document_schemas import DocumentDetailOut, DocumentListOut, DocumentOut, IngestOut
+from pgrecall.mcp.errors import run_blocking
+from pgrecall.mcp.notifications import announce_write
+from pgrecall.mcp.observability import observe
+from pgrecall.mcp.runtime import Runtime, runtime_tool
+
+DocumentId = Annotated[str, Field(description="Document id (UUID).")]
+Version = Annotated[str | None, Field(description="Version label, e.g. '2.1'.", max_length=100)]
+
+
+def _payload(text: str | None, path: str | None, roots: list[Path] | None) -> tuple[bytes, str | None]:
+    """The document's bytes and file name: the text sent, or a server file under an allowed root.
+
+    `roots` None: this transport reads no server files (HTTP: the caller is not the local user).
+    """
+    if (text is None) == (path is None):
+        raise InvalidInputError("text", "give exactly one of text and path")
+    if text is not None:
+        return text.encode("utf-8", "surrogatepass"), None
+    assert path is not None
+    if roots is None:
+        raise InvalidInputError("path", "not over HTTP: send the content as text")
+    if not roots:
+        raise InvalidInputError("path", "reading server files is off (set PGRECALL_INGEST_ROOTS); send text")
+    resolved = Path(path).expanduser().resolve()  # symlinks resolved: a link out of a root is outside
+    if not any(resolved == root or root in resolved.parents for root in roots):
+        raise InvalidInputError("path", f"{path} is outside the allowed roots")
+    try:
+        return resolved.read_bytes(), resolved.name
+    except OSError as exc:
+        raise DocumentError(f"{path}: {exc.strerror or type(exc).__name__}") from None
+
+
+def register_document_tools(
+    server: MCPServer, runtime: Runtime, current_owner: Callable[[], str], *, read_paths: bool = False
+) -> None:
+    """Register the documents tools on `server`; `read_paths` only for stdio (a local user)."""
+
+    @runtime_tool(server, runtime, annotations=p.annotations(idempotent=True))
+    async def ingest_document(
+        source: Annotated[
+            str, Field(description="Path or URL naming the document; re-ingesting it updates it.")
+        ],
+        text: Annotated[str | None, Field(description="The document's content. Omit to read `path`.")] = None,
+        path: Annotated[
+            str | None,
+            Field(description="Server-side file to read instead of text (stdio only, under allowed roots)."),
+        ] = None,
+        format: Annotated[
+            Literal["markdown", "html", "text", "pdf", "rst"] | None,
+            Field(description="Format; omit to infer from source."),
+        ] = None,
+        title: p.Title = None,
+        version: Version = None,
+        language: p.Language = None,
+    ) -> IngestOut:
+        """Store a whole document, cut into chunks by its headings and paragraphs.
+
+        Chunks are entries: search finds the passage, with its document and section. Ingesting
+        the same source again changes only what changed (unchanged chunks keep ids and hashes).
+        """
+        with observe(runtime.metrics, "ingest_document") as call:
+            owner = current_owner()
+            roots = runtime.settings.ingest_root_paths
+            data, name = await run_blocking(_payload, text, path, roots if read_paths else None)
+            done = await run_blocking(
+                runtime.app.documents.ingest,
+                owner,
+                data,
+                source=source,
+                format=format,
+                title=title,
+                version=version,
+                language=language,
+                name=name,
+            )
+            if done.vector_pending:
+                runtime.reembed.poke(owner)
+            if done.written:
+                await announce_write(str(done.document.id))
+            call.fields.update(status=done.status, written=done.written)
+            return IngestOut.of(done)
+
+    @runtime_tool(server, runtime, annotations=p.READ_ONLY)
+    async def get_document(
+        id: DocumentId,
+        section: Annotated[
+            str | None, Field(description="A section heading (or path tail) whose full text to include.")
+        ] = None,
+    ) -> DocumentDetailOut:
+        """A document's outline: sections in order with chunk ids and hashes; with `section`, its text."""
+        with observe(runtime.metrics, "get_document"):
+            document, sections = await run_blocking(runtime.app.documents.outline, current_owner(), id)
+            return DocumentDetailOut.of(document, sections, section)
+
+    @runtime_tool(server, runtime, annotations=p.READ_ONLY)
+    async def list_documents(
+        source_prefix: p.SourcePrefix = None,
+        version: Version = None,
+        include_deleted: p.IncludeDeleted = False,
+        limit: p.ListLimit = 20,
+        offset: Annotated[
+            int, Field(description="Documents to skip.", ge=0, json_schema_extra=p.OR_NULL), p.NULL_IS_DEFAULT
+        ] = 0,
+    ) -> DocumentListOut:
+        """Browse ingested documents by source, then version (search finds their passages)."""
+        with observe(runtime.metrics, "list_documents"):
+            found = await run_blocking(
+                runtime.app.documents.list,
+                current_owner(),
+                source_prefix=source_prefix,
+                version=version,
+                include_deleted=include_deleted,
+                limit=limit,
+                offset=offset,
+            )
+            return DocumentListOut(documents=[DocumentOut.of(d) for d in found])
+
+    @runtime_tool(server, runtime, annotations=p.annotations(destructive=True, idempotent=True))
+    async def delete_document(
+        id: DocumentId,
+        restore: Annotated[
+            bool,
+            Field(description="True: undo an earlier delete instead.", json_schema_extra=p.OR_NULL),
+            p.NULL_IS_DEFAULT,
+        ] = False,
+    ) -> DocumentOut:
+        """Soft-delete a document with its chunks (restorable with restore=true)."""
+        with observe(runtime.metrics, "delete_document"):
+            service = runtime.app.documents
+            document = await run_blocking(service.restore if restore else service.delete, current_owner(), id)
+            await announce_write(str(document.id))
+            return DocumentOut.of(document)

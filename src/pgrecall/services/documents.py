@@ -1,0 +1,415 @@
+"""Document use cases: ingest (parse, chunk, diff against what is stored, embed what is new), read, delete.
+
+A document's chunks are entries (kind 'chunk'), so search, filters, pins and citations treat them
+as they treat notes. Ingest is a diff (domain.documents.plan_chunks): the same content again writes
+nothing; an edited section replaces only its chunks, each new one superseding the one it replaces.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any, Literal
+
+from pgrecall.chunking import DocumentError, chunk, detect_format, parse
+from pgrecall.config import Settings
+from pgrecall.domain.documents import ChunkDraft, Document, StoredChunk, chunk_title, plan_chunks
+from pgrecall.domain.entries import Entry, NewEntry, embedding_text
+from pgrecall.domain.text import content_hash
+from pgrecall.domain.validation import check_metadata, check_source, check_title, parse_id
+from pgrecall.embeddings.base import EmbeddingError
+from pgrecall.errors import InvalidInputError
+from pgrecall.services.entries import EntryService
+from pgrecall.store.documents import DocumentDraft, DocumentStore
+
+log = logging.getLogger(__name__)
+
+CHUNK_KIND = "chunk"
+MAX_VERSION_CHARS = 100
+_EMBED_BATCH = 16
+# Sampled for language detection: enough words to be sure, cheap to detect.
+_DETECT_SAMPLE_CHARS = 4000
+
+IngestStatus = Literal["created", "updated", "unchanged"]
+# (chunks embedded so far, chunks to embed) while a document's new chunks are embedded.
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What one ingest did to one document."""
+
+    document: Document
+    status: IngestStatus
+    written: int  # new chunks stored (new text, or replacing changed text)
+    kept: int  # chunks whose text was unchanged (same ids and hashes)
+    replaced: int  # of the written ones, those superseding an earlier chunk
+    removed: int  # earlier chunks soft-deleted (their text is gone from the document)
+    vector_pending: int  # written chunks stored without a vector (embedder unavailable)
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """One file of a folder ingest: what happened to it, or why it was refused."""
+
+    path: Path
+    ingested: Ingested | None = None
+    skipped: bool = False  # unchanged size and mtime: not read again
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of a document's outline: its path and its chunks, in order."""
+
+    path: list[str]
+    chunks: list[Entry]
+
+
+def check_version(version: str | None) -> str | None:
+    """A version label: up to MAX_VERSION_CHARS printable characters, or None."""
+    if version is None or not version.strip():
+        return None
+    clean = version.strip()
+    if len(clean) > MAX_VERSION_CHARS or not clean.isprintable():
+        raise InvalidInputError("version", f"at most {MAX_VERSION_CHARS} printable characters")
+    return clean
+
+
+def source_of(path: Path) -> str:
+    """The source a file is stored under: its absolute path, symlinks resolved."""
+    return str(path.resolve())
+
+
+class DocumentService:
+    """Ingest and read documents; the same calls for the CLI, MCP and the web page."""
+
+    def __init__(self, settings: Settings, store: DocumentStore, entries: EntryService) -> None:
+        self.settings = settings
+        self.store = store
+        self.entries = entries
+
+    # -- ingest ------------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        owner: str,
+        data: bytes,
+        *,
+        source: str,
+        format: str | None = None,
+        title: str | None = None,
+        version: str | None = None,
+        language: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        name: str | None = None,
+        size_bytes: int | None = None,
+        mtime: datetime | None = None,
+        progress: Progress | None = None,
+    ) -> Ingested:
+        """Store `data` as the document of `source` (and `version`), changing only what changed."""
+        clean_source = check_source(source)
+        if clean_source is None:
+            raise InvalidInputError("source", "must name the document (a path or a URL)")
+        clean_version = check_version(version)
+        if len(data) > self.settings.max_document_bytes:
+            raise InvalidInputError(
+                "text",
+                f"{len(data)} bytes exceeds the {self.settings.max_document_bytes}-byte document limit",
+            )
+        fmt = format.strip().lower() if format else detect_format(name or clean_source, data)
+        parsed = parse(data, fmt, name=name or clean_source)
+        if not parsed.text.strip():
+            raise DocumentError("the document has no text")
+        doc_title = check_title(title) if title else check_title(parsed.title) if parsed.title else None
+        resolved = self.entries.detector.resolve(language, parsed.text[:_DETECT_SAMPLE_CHARS])
+        pieces = chunk(parsed, max_chars=self.settings.chunk_chars)
+        drafts = [
+            ChunkDraft(p.ordinal, p.text, content_hash(p.text), tuple(p.section_path), dict(p.metadata))
+            for p in pieces
+            if p.text.strip()
+        ]
+        drafts = [
+            ChunkDraft(i, d.text, d.content_hash, d.section_path, d.metadata) for i, d in enumerate(drafts)
+        ]
+        doc_metadata = check_metadata({**parsed.metadata, **(metadata or {})})
+        draft = DocumentDraft(
+            source=clean_source,
+            title=doc_title,
+            version=clean_version,
+            format=fmt,
+            language=resolved.regconfig,
+            metadata=doc_metadata,
+            content_hash=content_hash(parsed.text),
+            size_bytes=size_bytes if size_bytes is not None else len(data),
+            mtime=mtime,
+        )
+        # Embed outside the transaction (no lock held while the model runs): what the stored
+        # document lacks now is, but for a concurrent ingest, what the transaction will insert.
+        before = self._current(owner, clean_source, clean_version)
+        fresh = plan_chunks(before, drafts) if before is not None else None
+        to_embed = [d for d, _ in fresh.insert] if fresh is not None else drafts
+        vectors = self._embed(doc_title, to_embed, progress)
+        return self._write(owner, draft, drafts, resolved, vectors)
+
+    def _current(self, owner: str, source: str, version: str | None) -> list[StoredChunk] | None:
+        with self.store.writing(owner, source, version) as writer:
+            live = writer.live(source, version)
+            return writer.current_chunks(live.id) if live is not None else None
+
+    def _embed(
+        self, doc_title: str | None, drafts: Sequence[ChunkDraft], progress: Progress | None
+    ) -> dict[str, list[float]]:
+        """Vectors of the drafts' texts by hash; an embedder failure leaves the rest pending."""
+        embedder = self.entries.embedder
+        vectors: dict[str, list[float]] = {}
+        if embedder is None:
+            return vectors
+        todo = list({d.content_hash: d for d in drafts}.values())
+        for start in range(0, len(todo), _EMBED_BATCH):
+            batch = todo[start : start + _EMBED_BATCH]
+            texts = [embedding_text(chunk_title(doc_title, d.section_path), d.text) for d in batch]
+            try:
+                found = embedder.embed_passages(texts)
+            except EmbeddingError as exc:
+                log.warning(
+                    "embedding failed; chunks stored with their vectors pending", extra={"error": str(exc)}
+                )
+                break
+            vectors.update((d.content_hash, v) for d, v in zip(batch, found, strict=True))
+            if progress is not None:
+                progress(min(start + len(batch), len(todo)), len(todo))
+        return vectors
+
+    def _write(
+        self,
+        owner: str,
+        draft: DocumentDraft,
+        drafts: list[ChunkDraft],
+        resolved: Any,
+        vectors: dict[str, list[float]],
+    ) -> Ingested:
+        model = self.entries.embedder.model if self.entries.embedder is not None else None
+        with self.store.writing(owner, draft.source, draft.version) as writer:
+            live = writer.live(draft.source, draft.version)
+            plan = plan_chunks(writer.current_chunks(live.id) if live is not None else [], drafts)
+            if live is not None and live.content_hash == draft.content_hash and plan.unchanged:
+                writer.set_fingerprint(live.id, draft.size_bytes, draft.mtime)
+                return Ingested(live, "unchanged", 0, len(plan.keep), 0, 0, 0)
+            document = writer.save(live.id if live is not None else None, draft)
+            for old, new in plan.keep:
+                if old.ordinal != new.ordinal or old.section_path != new.section_path:
+                    writer.place(
+                        old.id, new.ordinal, new.section_path, chunk_title(draft.title, new.section_path)
+                    )
+            news = [
+                self._new_chunk(document, d, replaces, resolved, vectors.get(d.content_hash), model)
+                for d, replaces in plan.insert
+            ]
+            writer.insert(news)
+            writer.delete_chunks([c.id for c in plan.remove])
+            document = writer.recount(document.id)
+        return Ingested(
+            document,
+            "created" if live is None else "updated",
+            written=len(news),
+            kept=len(plan.keep),
+            replaced=sum(1 for _, replaces in plan.insert if replaces is not None),
+            removed=len(plan.remove),
+            vector_pending=sum(1 for n in news if n.embedding is None),
+        )
+
+    @staticmethod
+    def _new_chunk(
+        document: Document,
+        draft: ChunkDraft,
+        replaces: uuid.UUID | None,
+        resolved: Any,
+        vector: list[float] | None,
+        model: str | None,
+    ) -> NewEntry:
+        return NewEntry(
+            body=draft.text,
+            content_hash=draft.content_hash,
+            language=resolved.regconfig,
+            kind=CHUNK_KIND,
+            source=document.source,
+            title=chunk_title(document.title, draft.section_path),
+            metadata=draft.metadata,
+            embedding=vector,
+            embedding_model=model if vector is not None else None,
+            detected_language=resolved.detected,
+            language_how=resolved.how,
+            language_confidence=resolved.confidence,
+            supersedes=replaces,
+            document_id=document.id,
+            ordinal=draft.ordinal,
+            section_path=list(draft.section_path),
+        )
+
+    # -- files and folders --------------------------------------------------------------------
+
+    def ingest_file(
+        self,
+        owner: str,
+        path: Path,
+        *,
+        version: str | None = None,
+        language: str | None = None,
+        progress: Progress | None = None,
+        skip_unchanged: bool = True,
+    ) -> FileOutcome:
+        """Ingest one file; a file that cannot be read or parsed is an outcome with a one-line error."""
+        try:
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode):
+                return FileOutcome(path, error="not a regular file")
+            if info.st_size > self.settings.max_document_bytes:
+                limit = self.settings.max_document_bytes
+                return FileOutcome(
+                    path, error=f"{info.st_size} bytes exceeds the {limit}-byte document limit"
+                )
+            source = source_of(path)
+            mtime = datetime.fromtimestamp(info.st_mtime, UTC)
+            if skip_unchanged and self._unchanged_file(owner, source, version, info.st_size, mtime):
+                return FileOutcome(path, skipped=True)
+            data = path.read_bytes()
+        except OSError as exc:
+            return FileOutcome(path, error=exc.strerror or type(exc).__name__)
+        try:
+            done = self.ingest(
+                owner,
+                data,
+                source=source,
+                version=version,
+                language=language,
+                name=path.name,
+                size_bytes=info.st_size,
+                mtime=mtime,
+                progress=progress,
+            )
+        except (DocumentError, InvalidInputError) as exc:
+            return FileOutcome(path, error=str(exc))
+        return FileOutcome(path, ingested=done)
+
+    def _unchanged_file(
+        self, owner: str, source: str, version: str | None, size: int, mtime: datetime
+    ) -> bool:
+        with self.store.writing(owner, source, version) as writer:
+            live = writer.live(source, version)
+        return live is not None and live.size_bytes == size and live.mtime == mtime
+
+    def files(
+        self, roots: Sequence[Path], include: Sequence[str] = (), exclude: Sequence[str] = ()
+    ) -> list[Path]:
+        """The files under `roots` (recursively, symlinks not followed into loops) matching the globs.
+
+        A glob matches the path relative to its root or the file name; with no include, every
+        file of a known format (.md .markdown .html .htm .txt .rst .pdf) is taken.
+        """
+        patterns = list(include) or ["*.md", "*.markdown", "*.html", "*.htm", "*.txt", "*.rst", "*.pdf"]
+        found: list[Path] = []
+        for root in roots:
+            if root.is_file():
+                found.append(root)
+                continue
+            seen: set[tuple[int, int]] = set()
+            for folder, dirs, names in os.walk(root, followlinks=True):
+                here = Path(folder)
+                key = (here.stat().st_dev, here.stat().st_ino)
+                if key in seen:  # a symlink loop: this folder was walked already
+                    dirs.clear()
+                    continue
+                seen.add(key)
+                dirs.sort()
+                for name in sorted(names):
+                    file = here / name
+                    rel = str(file.relative_to(root))
+                    if not any(fnmatch(rel, p) or fnmatch(name, p) for p in patterns):
+                        continue
+                    if any(fnmatch(rel, p) or fnmatch(name, p) for p in exclude):
+                        continue
+                    found.append(file)
+        return found
+
+    def ingest_paths(
+        self,
+        owner: str,
+        roots: Sequence[Path],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        version: str | None = None,
+        language: str | None = None,
+        remove_missing: bool = True,
+        progress: Progress | None = None,
+    ) -> Iterator[FileOutcome]:
+        """Ingest every matching file under `roots`; files gone from a folder are soft-deleted."""
+        files = self.files(roots, include, exclude)
+        for path in files:
+            yield self.ingest_file(owner, path, version=version, language=language, progress=progress)
+        if remove_missing:
+            present = {source_of(p) for p in files}
+            for root in roots:
+                if not root.is_dir():
+                    continue
+                prefix = source_of(root).rstrip(os.sep) + os.sep
+                for document in self.store.live_under(owner, prefix):
+                    if document.source not in present and (document.version_label or None) == version:
+                        gone = self.store.delete(owner, document.id)
+                        yield FileOutcome(
+                            Path(document.source), ingested=Ingested(gone, "updated", 0, 0, 0, 0, 0)
+                        )
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def get(self, owner: str, document_id: str | uuid.UUID, *, include_deleted: bool = False) -> Document:
+        """One document by id."""
+        return self.store.get(owner, parse_id(document_id, "document_id"), include_deleted=include_deleted)
+
+    def outline(self, owner: str, document_id: str | uuid.UUID) -> tuple[Document, list[Section]]:
+        """A document and its sections, each with its chunks in document order."""
+        document = self.get(owner, document_id)
+        sections: list[Section] = []
+        for entry in self.store.chunks(owner, document.id):
+            path = list(entry.section_path or [])
+            if sections and sections[-1].path == path:
+                sections[-1].chunks.append(entry)
+            else:
+                sections.append(Section(path, [entry]))
+        return document, sections
+
+    def list(
+        self,
+        owner: str,
+        *,
+        source_prefix: str | None = None,
+        version: str | None = None,
+        include_deleted: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[Document]:
+        """Documents by source then version."""
+        return self.store.list(
+            owner,
+            source_prefix=source_prefix,
+            version=check_version(version),
+            include_deleted=include_deleted,
+            limit=limit,
+            offset=offset,
+        )
+
+    def delete(self, owner: str, document_id: str | uuid.UUID) -> Document:
+        """Soft-delete a document with its chunks (restorable)."""
+        return self.store.delete(owner, parse_id(document_id, "document_id"))
+
+    def restore(self, owner: str, document_id: str | uuid.UUID) -> Document:
+        """Bring back a deleted document and the chunks its delete took."""
+        return self.store.restore(owner, parse_id(document_id, "document_id"))

