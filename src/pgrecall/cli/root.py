@@ -19,6 +19,7 @@ from pgrecall.cli import (
     bench,
     common,
     db,
+    documents,
     entries,
     eval,
     links,
@@ -107,6 +108,7 @@ activity.register(app)
 links.register(app)
 ops.register(app)
 transfer.register(app)
+documents.register(app)
 serve.register(app)
 eval.register(app)
 bench.register(app)
