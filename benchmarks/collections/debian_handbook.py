@@ -96,10 +96,14 @@ def build(root: Path, out: Path) -> dict[str, int]:
                 continue
             # A translated page can still hold an untranslated section: its query would not be
             # in the page's language.
-            if language != "en" and (heading == en.path[-1] or b.normalize(sec.answer) == b.normalize(en.answer)):
+            if language != "en" and (
+                heading == en.path[-1] or b.normalize(sec.answer) == b.normalize(en.answer)
+            ):
                 continue
             topic = heading
-            if len(heading.split()) < 3 and language != "ja" or language == "ja" and len(b.normalize(heading)) < 8:
+            if (len(heading.split()) < 3 and language != "ja") or (
+                language == "ja" and len(b.normalize(heading)) < 8
+            ):
                 # "Installing" alone names no known item; the reader would say what it is part of.
                 topic = f"{heading} ({sec.path[-2]})"
             candidates.append(
@@ -123,19 +127,26 @@ def build(root: Path, out: Path) -> dict[str, int]:
     candidates.sort(key=lambda c: b.stable_order(SALT, c["query_id"]))
     chosen = sorted(candidates[:MAX_QUERIES], key=lambda c: c["query_id"])
     queries = [
-        {"_id": c["query_id"], "text": TEMPLATES[c["language"]].format(h=c["topic"]), "language": c["language"]}
+        {
+            "_id": c["query_id"],
+            "text": TEMPLATES[c["language"]].format(h=c["topic"]),
+            "language": c["language"],
+        }
         for c in chosen
     ]
-    passages = [
-        {k: c[k] for k in ("query_id", "doc_id", "anchor", "section_path", "answer")} for c in chosen
-    ]
+    passages = [{k: c[k] for k in ("query_id", "doc_id", "anchor", "section_path", "answer")} for c in chosen]
     documents.sort(key=lambda d: d["_id"])
+    # The package's licence travels with the text taken from it.
+    (out / "COPYRIGHT").parent.mkdir(parents=True, exist_ok=True)
+    (out / "COPYRIGHT").write_bytes((root / "usr/share/doc" / PACKAGE / "copyright").read_bytes())
     b.write_collection(out, documents, sources, queries, passages)
     return {"documents": len(documents), "queries": len(queries), "candidates": len(candidates)}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--extracted", type=Path, help="an unpacked debian-handbook package (dpkg-deb -x)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "debian-handbook")
     args = parser.parse_args()

@@ -241,7 +241,7 @@ def write_collection(
     queries: list[dict[str, Any]],
     passages: list[dict[str, Any]],
 ) -> None:
-    """documents/ (the pages as shipped), documents.jsonl, queries.jsonl, qrels/documents.tsv, qrels/passages.jsonl."""
+    """Write documents/ (the pages as shipped), documents.jsonl, queries.jsonl and the two qrels files."""
     docs_dir = out / "documents"
     if docs_dir.exists():
         for old in sorted(docs_dir.rglob("*"), reverse=True):
@@ -271,9 +271,7 @@ def document_row(doc_id: str, data: bytes, language: str, title: str) -> dict[st
     }
 
 
-def unique_answers(
-    candidates: list[dict[str, Any]], page_texts: dict[str, str]
-) -> list[dict[str, Any]]:
+def unique_answers(candidates: list[dict[str, Any]], page_texts: dict[str, str]) -> list[dict[str, Any]]:
     """Candidates whose normalized answer occurs in exactly one document, once."""
     out = []
     for c in candidates:

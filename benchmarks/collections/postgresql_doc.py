@@ -25,7 +25,14 @@ MAX_QUERIES = 400
 # Pages whose top element is one of these are tables of contents (book, part, chapter, reference).
 PAGE_CLASSES = ("sect1", "refentry")
 # What the index appends to a name ("max_connections configuration parameter"); the text names it bare.
-TERM_KINDS = (" configuration parameter", " storage parameter", " function", " data type", " system view", " system catalog")
+TERM_KINDS = (
+    " configuration parameter",
+    " storage parameter",
+    " function",
+    " data type",
+    " system view",
+    " system catalog",
+)
 
 
 def index_entries(soup: Any) -> list[tuple[str, str, str]]:
@@ -35,7 +42,11 @@ def index_entries(soup: Any) -> list[tuple[str, str, str]]:
         if dt.find_parent("dd") is not None and dt.find_parent("dd").find_parent("dt") is not None:
             continue
         links = dt.find_all("a", class_="indexterm", recursive=False)
-        own = " ".join(dt.find(string=True, recursive=False).split()).rstrip(",") if dt.find(string=True) else ""
+        own = (
+            " ".join(dt.find(string=True, recursive=False).split()).rstrip(",")
+            if dt.find(string=True)
+            else ""
+        )
         parent_dd = dt.find_parent("dd")
         if parent_dd is not None:
             outer = parent_dd.find_previous_sibling("dt")
@@ -163,19 +174,27 @@ def build(root: Path, out: Path) -> dict[str, int]:
         }
         for c in chosen
     ]
-    passages = [
-        {k: c[k] for k in ("query_id", "doc_id", "anchor", "section_path", "answer")} for c in chosen
-    ]
+    passages = [{k: c[k] for k in ("query_id", "doc_id", "anchor", "section_path", "answer")} for c in chosen]
     documents = [
         b.document_row(n, datas[n], "en", b.clean_heading(b.own_heading(b.top_section(pages[n])).get_text()))  # type: ignore[union-attr,arg-type]
         for n in sorted(kept)
     ]
+    # The package's licence travels with the text taken from it.
+    (out / "COPYRIGHT").parent.mkdir(parents=True, exist_ok=True)
+    (out / "COPYRIGHT").write_bytes((root / "usr/share/doc" / PACKAGE / "copyright").read_bytes())
     b.write_collection(out, documents, {n: datas[n] for n in kept}, queries, passages)
-    return {"eligible pages": len(pages), "documents": len(documents), "queries": len(queries), "candidates": len(distinct)}
+    return {
+        "eligible pages": len(pages),
+        "documents": len(documents),
+        "queries": len(queries),
+        "candidates": len(distinct),
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--extracted", type=Path, help="an unpacked postgresql-doc-15 package (dpkg-deb -x)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "postgresql-doc")
     args = parser.parse_args()

@@ -83,7 +83,9 @@ def test_a_long_answer_cut_by_a_chunk_border_still_counts(collection: DocumentCo
 def test_a_broken_collection_is_reported_with_its_problems(tmp_path: Path) -> None:
     (tmp_path / "documents").mkdir()
     (tmp_path / "qrels").mkdir()
-    (tmp_path / "documents.jsonl").write_text('{"_id": "a.html", "format": "html", "language": "en"}\n{oops\n')
+    (tmp_path / "documents.jsonl").write_text(
+        '{"_id": "a.html", "format": "html", "language": "en"}\n{oops\n'
+    )
     (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "What?", "language": "en"}\n')
     (tmp_path / "qrels" / "documents.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tmissing.html\t1\n")
     (tmp_path / "qrels" / "passages.jsonl").write_text("")

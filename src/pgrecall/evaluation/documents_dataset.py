@@ -225,7 +225,13 @@ def load_document_collection(path: Path | str, *, verify_hashes: bool = True) ->
         if not isinstance(section, list) or not section or not all(isinstance(s, str) for s in section):
             problems.append(f"passages.jsonl: {qid}: 'section_path' must be a non-empty list of headings")
             continue
-        passage = Passage(qid, did, _field(obj, "anchor", qid, problems), tuple(section), _field(obj, "answer", qid, problems))
+        passage = Passage(
+            qid,
+            did,
+            _field(obj, "anchor", qid, problems),
+            tuple(section),
+            _field(obj, "answer", qid, problems),
+        )
         passages.setdefault(qid, []).append(passage)
     if problems:
         raise CollectionError(f"{root} is not a valid document collection:\n  " + "\n  ".join(problems[:20]))
