@@ -93,7 +93,8 @@ def _locate(sec: Tag, needle: str) -> tuple[Tag, str] | None:
             body = b.text_of(para) if para is not None else b.text_of(dd)
             text = b.first_sentences(body)
         elif el.name == "tr":
-            text = b.text_of(el)
+            # Cells apart by a space, as a reader sees the row (matching ignores spaces anyway).
+            text = " ".join(el.get_text(" ").split())
         else:
             sentences = [s for s in b.SENTENCE_END.split(b.text_of(el)) if needle in b.normalize(s)]
             text = b.first_sentences(sentences[0]) if sentences else ""
