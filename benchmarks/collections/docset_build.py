@@ -1,4 +1,4 @@
-"""Shared steps of the long-document collection builders (debian_handbook.py, postgresql_doc.py).
+"""Shared steps of the long-document collection builders (debian_manuals.py, postgresql_doc.py).
 
 Both manuals are DocBook rendered to HTML: a page is a section (`div.section`, `div.sect1`,
 `div.refentry` …) holding nested sections, each opened by its heading. The builders keep the pages
@@ -219,11 +219,14 @@ def download(package: str, version: str, workdir: Path) -> Path:
     return root
 
 
-def extracted(package: str, version: str, given: Path | None) -> Path:
-    """The package's extracted root: `given`, or a fresh download into a temporary folder."""
+def extracted(packages: list[tuple[str, str]], given: Path | None) -> Path:
+    """A folder holding each package unpacked as <package>/: `given`, or fresh downloads."""
     if given is not None:
         return given
-    return download(package, version, Path(tempfile.mkdtemp(prefix="docset-")))
+    workdir = Path(tempfile.mkdtemp(prefix="docset-"))
+    for package, version in packages:
+        download(package, version, workdir)
+    return workdir
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:

@@ -2,7 +2,7 @@
 
     python benchmarks/collections/documents_baseline.py [NAME ...]
 
-For each collection (debian-handbook, postgresql-doc by default) bm25s (Lucene BM25, k1 1.5,
+For each collection (debian-manuals, postgresql-doc by default) bm25s (Lucene BM25, k1 1.5,
 b 0.75; each text stemmed with its own language's Snowball stemmer and bm25s stop words, as
 `pgrecall eval`'s per-language reference) ranks:
 
@@ -165,7 +165,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("names", nargs="*", default=["debian-handbook", "postgresql-doc"])
+    parser.add_argument("names", nargs="*", default=["debian-manuals", "postgresql-doc"])
     args = parser.parse_args()
     for name in args.names:
         result = evaluate(name)

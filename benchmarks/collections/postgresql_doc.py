@@ -4,7 +4,7 @@
 
 Downloads postgresql-doc-15 15.20-0+deb12u1 (Debian 12 "bookworm", security updates) with
 `apt-get download`, unpacks it with `dpkg-deb -x` (or reads an already unpacked copy given as
---extracted) and writes benchmarks/collections/postgresql-doc/. See the README there.
+as DIR/postgresql-doc-15/ with --extracted) and writes benchmarks/collections/postgresql-doc/.
 """
 
 from __future__ import annotations
@@ -196,10 +196,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--extracted", type=Path, help="an unpacked postgresql-doc-15 package (dpkg-deb -x)")
+    parser.add_argument(
+        "--extracted", type=Path, help="a folder holding postgresql-doc-15 unpacked as postgresql-doc-15/"
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "postgresql-doc")
     args = parser.parse_args()
-    print(build(b.extracted(PACKAGE, VERSION, args.extracted), args.out))
+    print(build(b.extracted([(PACKAGE, VERSION)], args.extracted) / PACKAGE, args.out))
 
 
 if __name__ == "__main__":

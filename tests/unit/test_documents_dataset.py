@@ -18,7 +18,7 @@ from pgrecall.evaluation.documents_dataset import (
 COLLECTIONS = Path(__file__).resolve().parents[2] / "benchmarks" / "collections"
 EXPECTED = {
     # name: (documents, queries, query languages)
-    "debian-handbook": (106, 269, {"en", "de", "fr", "es", "ja"}),
+    "debian-manuals": (118, 500, {"en", "de", "fr", "es", "ja"}),
     "postgresql-doc": (400, 400, {"en"}),
 }
 

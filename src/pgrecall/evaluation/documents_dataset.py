@@ -1,4 +1,4 @@
-"""Long-document evaluation collections (benchmarks/collections/debian-handbook, postgresql-doc).
+"""Long-document evaluation collections (benchmarks/collections/debian-manuals, postgresql-doc).
 
 A collection folder holds:
 
