@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 from pgrecall.app import App
 from pgrecall.config import Settings
+from pgrecall.services.context import BuiltContext, build_context
 from pgrecall.services.retrieval import RetrievalRequest
 
 OWNER = "default"
@@ -144,3 +147,52 @@ def test_migration_down_and_up_on_a_populated_database(app: App, db_url: str) ->
         row = conn.execute("SELECT count(*) FROM entries").fetchone()
         assert row is not None and row[0] >= 5  # chunks stay, as plain entries
     schema.upgrade(db_url, "head")
+
+
+def _context(app: App, query: str, **kw: Any) -> BuiltContext:
+    options = {k: kw.pop(k) for k in list(kw) if k == "min_relevance"}
+    request = RetrievalRequest(query=query, top_k=10)
+    if options:
+        request = replace(request, options=replace(request.options, **options))
+    return build_context(
+        app.retrieval, OWNER, request, token_budget=2000, documents=app.documents.store, **kw
+    )
+
+
+def test_context_keeps_document_order_and_labels_chunks(app: App) -> None:
+    done = app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md")
+    built = _context(app, "backups of the database files, and the port the server listens on")
+    chunks = [c for c in built.citations if c.document is not None]
+    assert len(chunks) >= 2
+    assert all(c.document and c.document["id"] == str(done.document.id) for c in chunks)
+    ordinals = [c.ordinal for c in chunks]
+    assert ordinals == sorted(ordinals)  # document order, whatever the ranking was
+    assert all(c.section_path for c in chunks)
+    first = next(c for c in chunks)
+    assert f"· chunk {first.content_hash[:15]}" in built.context
+    assert built.status == "ok" and built.warnings is None
+
+
+def test_context_adds_neighbours_while_the_budget_has_room(app: App) -> None:
+    app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md")
+    plain = _context(app, "parrot reciting tide tables", min_relevance=None)
+    wider = _context(app, "parrot reciting tide tables", expand_neighbours=True)
+    found = {c.ordinal for c in plain.citations}
+    added = [c for c in wider.citations if c.neighbour]
+    assert added, "a neighbour of the cited chunk should fit in 2000 tokens"
+    assert all(any(abs((c.ordinal or 0) - (o or 0)) == 1 for o in found) for c in added)
+    assert "(continued)" in wider.context  # adjacent chunks read as one passage
+    assert wider.total_tokens <= 2000
+
+
+def test_two_versions_answering_give_a_warning_naming_both(app: App) -> None:
+    v1 = app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md", version="1.0")
+    newer = dict(SECTIONS, Backups=SECTIONS["Backups"].replace("two o'clock", "three o'clock"))
+    v2 = app.documents.ingest(OWNER, handbook(newer), source="handbook.md", version="2.0")
+    built = _context(app, "when does the scheduler copy the database files every night")
+    assert built.status == "warning"
+    assert (
+        built.warnings
+        and str(v1.document.id) in built.warnings[0]
+        and str(v2.document.id) in built.warnings[0]
+    )

@@ -148,6 +148,12 @@ class CitationOut(BaseModel):
         "label, the relation, and its direction (out: the cited entry links to this one; in: this one "
         "links to it).",
     )
+    document: dict[str, str | None] | None = Field(
+        default=None, description="For a document's chunk: its document's id, title, source and version."
+    )
+    section_path: list[str] | None = Field(default=None, description="The chunk's section path.")
+    ordinal: int | None = Field(default=None, description="The chunk's place in its document.")
+    neighbour: bool = Field(default=False, description="expand_neighbours: next to a cited chunk.")
 
 
 class DroppedOut(BaseModel):
@@ -164,8 +170,11 @@ class DroppedOut(BaseModel):
 class ContextOut(BaseModel):
     """Result of build_context."""
 
-    status: Status = Field(description="ok; no_matches; empty_store.")
+    status: Status = Field(description="ok; warning (see warnings); no_matches; empty_store.")
     request_id: str = Field(description="Id of this call in the server logs.")
+    warnings: list[str] | None = Field(
+        default=None, description="E.g. two versions of one document both cited: they may disagree."
+    )
     context: str = Field(
         description="Blocks '[S1] Title — source' + the stored text, unmodified, best first."
     )

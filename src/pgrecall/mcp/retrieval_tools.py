@@ -154,6 +154,15 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
             ),
             p.NULL_IS_DEFAULT,
         ] = False,
+        expand_neighbours: Annotated[
+            bool,
+            Field(
+                description="Also cite the chunks before and after a cited document chunk, while the budget "
+                "has room. Default false.",
+                json_schema_extra=p.OR_NULL,
+            ),
+            p.NULL_IS_DEFAULT,
+        ] = False,
     ) -> ContextOut:
         """Assemble the best entries as cited text blocks ([S1], [S2], …) within a token budget.
 
@@ -197,6 +206,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 token_budget=token_budget,
                 sections=sections,
                 links=runtime.app.links.store if expand_related else None,
+                documents=runtime.app.documents.store,
+                expand_neighbours=expand_neighbours,
             )
             call.fields.update(
                 mode=mode,
@@ -216,6 +227,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 missing_pins=built.missing_pins,
                 below_relevance=built.below_relevance,
                 degraded=built.degraded,
+                warnings=built.warnings,
             )
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)

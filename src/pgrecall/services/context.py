@@ -6,12 +6,14 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pgrecall.domain.entries import Status
+from pgrecall.domain.documents import Document
+from pgrecall.domain.entries import Entry, Status
 from pgrecall.domain.ranking import Candidate, estimate_tokens, pack
 from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
 from pgrecall.domain.text import snippet
 from pgrecall.domain.validation import MAX_QUERY_CHARS, check_budget, check_sections
 from pgrecall.services.retrieval import Ranked, RetrievalRequest, RetrievalService
+from pgrecall.store.documents import DocumentStore
 from pgrecall.store.entries import EntryStore
 from pgrecall.store.links import LinkStore
 
@@ -35,6 +37,12 @@ class Citation:
     pinned: bool
     # expand_related: the cited entry this one is linked to (its label), how, and which way.
     linked: dict[str, str] | None = None
+    # A document's chunk: its document (id, title, source, version), section path and place.
+    document: dict[str, str | None] | None = None
+    section_path: list[str] | None = None
+    ordinal: int | None = None
+    # expand_neighbours: added as the neighbour of a cited chunk, not found by the search.
+    neighbour: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,15 +70,105 @@ class BuiltContext:
     degraded: bool
     status: Status
     below_relevance: int = 0
+    # e.g. two versions of one source both cited: the answer may mix them (status 'warning').
+    warnings: list[str] | None = None
 
 
-def render_block(label: str, ranked: Ranked) -> str:
-    """`[S1] Title — source` then the stored text, unmodified."""
+def render_block(label: str, ranked: Ranked, *, continued: bool = False) -> str:
+    """`[S1] Title — source` then the stored text, unmodified.
+
+    A chunk right after the previous chunk of its document (`continued`) says only that: the run
+    reads as one passage, each chunk still cited by its own label and hash.
+    """
     entry = ranked.entry
+    if continued:
+        return f"[{label}] (continued)\n{entry.body}"
     head = f"[{label}] {entry.title or '(untitled)'}"
     if entry.source:
         head += f" — {entry.source}"
+    if entry.document_id is not None:
+        head += f" · chunk {entry.content_hash[:15]}"
     return f"{head}\n{entry.body}"
+
+
+def _continues(previous: Ranked | None, ranked: Ranked) -> bool:
+    """The chunk follows `previous` in the same document (its ordinal is the next one)."""
+    a, b = (previous.entry if previous else None), ranked.entry
+    return (
+        a is not None
+        and b.document_id is not None
+        and a.document_id == b.document_id
+        and a.ordinal is not None
+        and b.ordinal == a.ordinal + 1
+    )
+
+
+def document_order(chosen: Sequence[Ranked]) -> list[Ranked]:
+    """Chunks of one document together, in document order, where its best chunk ranked; notes stay."""
+    groups: dict[object, list[Ranked]] = {}
+    for ranked in chosen:
+        key = ranked.entry.document_id or ranked.entry.id
+        groups.setdefault(key, []).append(ranked)
+    out: list[Ranked] = []
+    for members in groups.values():  # dicts keep insertion order: a group sits where it first ranked
+        out.extend(sorted(members, key=lambda r: (r.entry.ordinal or 0, str(r.entry.id))))
+    return out
+
+
+def _with_neighbours(
+    documents: DocumentStore, owner: str, chosen: list[Ranked], used_ids: set[str], budget: int
+) -> list[Ranked]:
+    """Each cited chunk's neighbours (before, after), best-ranked chunk first, while the budget has room."""
+    wanted: list[tuple[Entry, int]] = []
+    for ranked in chosen:
+        entry = ranked.entry
+        if entry.document_id is not None and entry.ordinal is not None:
+            wanted += [(entry, entry.ordinal - 1), (entry, entry.ordinal + 1)]
+    if not wanted:
+        return chosen
+    found = documents.chunks_at(owner, [(e.document_id, n) for e, n in wanted if e.document_id and n >= 0])
+    out = list(chosen)
+    taken = {str(r.entry.id) for r in out} | used_ids
+    for entry, ordinal in wanted:
+        near = found.get((entry.document_id, ordinal)) if entry.document_id else None
+        if near is None or str(near.id) in taken:
+            continue
+        trial = [*out, Ranked(near, None, 0.0, False)]
+        blocks = [render_block(f"S{i + 1}", r) for i, r in enumerate(document_order(trial))]
+        if estimate_tokens(SEPARATOR.join(blocks)) > budget:
+            continue
+        out = trial
+        taken.add(str(near.id))
+    return out
+
+
+def _document_ref(document: Document | None) -> dict[str, str | None] | None:
+    if document is None:
+        return None
+    return {
+        "id": str(document.id),
+        "title": document.title,
+        "source": document.source,
+        "version": document.version_label,
+    }
+
+
+def _version_warnings(citations: Sequence[Citation]) -> list[str]:
+    """One line per source cited in more than one version."""
+    versions: dict[str, dict[str, str]] = {}
+    for c in citations:
+        if c.document is not None and c.document.get("source"):
+            source = c.document["source"] or ""
+            versions.setdefault(source, {})[c.document.get("version") or "(no version)"] = (
+                c.document["id"] or ""
+            )
+    return [
+        f"{source}: {len(found)} versions answer ("
+        + ", ".join(f"{v} = document {d}" for v, d in sorted(found.items()))
+        + "); they may disagree"
+        for source, found in versions.items()
+        if len(found) > 1
+    ]
 
 
 def _link_note(label: str, other: str, relation: str, direction: str) -> str:
@@ -155,6 +253,8 @@ def build_context(
     token_budget: int = 4000,
     sections: Sequence[str] | None = None,
     links: LinkStore | None = None,
+    documents: DocumentStore | None = None,
+    expand_neighbours: bool = False,
 ) -> BuiltContext:
     """Retrieve (pins first), then fit whole entries, best first, into the budget.
 
@@ -162,7 +262,10 @@ def build_context(
     gets an equal share of the budget, and lists its labels in `by_section`; an entry used by
     an earlier section is not repeated. Pins go to the first section. With `links`
     (expand_related), entries linked to the top citations follow them while the budget has
-    room, each labelled with its link to the cited entry.
+    room, each labelled with its link to the cited entry. With `documents`, chunks of one document
+    sit together in document order (a run of adjacent chunks reads as one passage), each labelled
+    with its document, section and hash; `expand_neighbours` adds the chunks before and after a
+    cited chunk while the budget has room; two versions of one source cited together give a warning.
     """
     check_budget(token_budget)
     names = check_sections(sections)
@@ -208,24 +311,40 @@ def build_context(
             render,
             SEPARATOR,
         )
+        chosen = [cand.item for cand, _, _ in packed.included]
+        if documents is not None:
+            if expand_neighbours:
+                chosen = _with_neighbours(documents, owner, chosen, used_ids, max(budget, 0))
+            chosen = document_order(chosen)
+        places = (
+            documents.by_ids(owner, [r.entry.document_id for r in chosen if r.entry.document_id])
+            if (documents is not None)
+            else {}
+        )
         labels: list[str] = []
-        for cand, block, _ in packed.included:
-            ranked = cand.item
+        previous: Ranked | None = None
+        for ranked in chosen:
             label = f"S{len(citations) + 1}"
             labels.append(label)
-            used_ids.add(cand.key)
-            blocks.append(block)
+            entry = ranked.entry
+            used_ids.add(str(entry.id))
+            blocks.append(render_block(label, ranked, continued=_continues(previous, ranked)))
+            previous = ranked
             hit = ranked.hit
             citations.append(
                 Citation(
                     label=label,
-                    id=cand.key,
-                    content_hash=ranked.entry.content_hash,
-                    source=ranked.entry.source,
-                    title=ranked.entry.title,
-                    snippet=hit.snippet if hit is not None else snippet(ranked.entry.body),
+                    id=str(entry.id),
+                    content_hash=entry.content_hash,
+                    source=entry.source,
+                    title=entry.title,
+                    snippet=hit.snippet if hit is not None else snippet(entry.body),
                     section=section,
                     pinned=ranked.pinned,
+                    document=_document_ref(places.get(entry.document_id)) if entry.document_id else None,
+                    section_path=list(entry.section_path or []) if entry.document_id else None,
+                    ordinal=entry.ordinal,
+                    neighbour=hit is None and not ranked.pinned,
                 )
             )
         for cand, tokens, reason in packed.dropped:
@@ -262,8 +381,11 @@ def build_context(
             )
         )
         context = SEPARATOR.join(blocks)
+    warnings = _version_warnings(citations)
     status: Status = (
-        "ok" if citations else ("empty_store" if all(s == "empty_store" for s in statuses) else "no_matches")
+        ("warning" if warnings else "ok")
+        if citations
+        else ("empty_store" if all(s == "empty_store" for s in statuses) else "no_matches")
     )
     return BuiltContext(
         context=context,
@@ -275,4 +397,5 @@ def build_context(
         degraded=degraded,
         status=status,
         below_relevance=below,
+        warnings=warnings or None,
     )

@@ -85,6 +85,13 @@ WHERE e.owner = %(owner)s AND e.document_id = %(id)s AND e.deleted_at IS NULL AN
 ORDER BY e.ordinal, e.id
 """
 
+SQL_CHUNKS_AT = f"""
+SELECT {COLUMNS} FROM entries e
+WHERE e.owner = %(owner)s AND e.deleted_at IS NULL AND {not_superseded("e")}
+  AND (e.document_id, e.ordinal) IN (
+      SELECT w.doc, w.n FROM unnest(%(documents)s::uuid[], %(ordinals)s::int[]) AS w(doc, n))
+"""
+
 SQL_PLACE_CHUNK = """
 UPDATE entries SET ordinal = %(ordinal)s, section_path = %(section_path)s, title = %(title)s
 WHERE owner = %(owner)s AND id = %(id)s
@@ -273,6 +280,17 @@ class DocumentStore:
         with owner_transaction(self.pool, owner) as conn:
             rows = conn.execute(SQL_CHUNK_ENTRIES, {"owner": owner, "id": document_id}).fetchall()
         return [Entry(**r) for r in rows]
+
+    def chunks_at(
+        self, owner: str, places: Sequence[tuple[uuid.UUID, int]]
+    ) -> dict[tuple[uuid.UUID, int], Entry]:
+        """The current chunks at these (document, ordinal) places."""
+        if not places:
+            return {}
+        params = {"owner": owner, "documents": [d for d, _ in places], "ordinals": [n for _, n in places]}
+        with owner_transaction(self.pool, owner) as conn:
+            rows = conn.execute(SQL_CHUNKS_AT, params).fetchall()
+        return {(r["document_id"], r["ordinal"]): Entry(**r) for r in rows}
 
     def by_ids(self, owner: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Document]:
         """Documents by id (deleted ones too)."""
