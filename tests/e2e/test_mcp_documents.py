@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -54,6 +55,9 @@ async def test_ingest_search_outline_list_delete_restore(client: Client) -> None
     brewing = next(s for s in outline["sections"] if s["path"][-1] == "Brewing")
     assert "crema" in brewing["chunks"][0]["text"]
     assert all(c["text"] is None for s in outline["sections"] if s is not brewing for c in s["chunks"])
+
+    read = await client.read_resource(f"pgrecall://document/{doc_id}")
+    assert json.loads(read.contents[0].text)["document"]["id"] == doc_id  # type: ignore[union-attr]
 
     listed = await call(client, "list_documents", source_prefix="guides/")
     assert [d["id"] for d in listed["documents"]] == [doc_id]

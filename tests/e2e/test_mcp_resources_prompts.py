@@ -55,8 +55,9 @@ async def test_resources_and_the_entry_template_are_listed(client: Client) -> No
     assert set(resources) == {STATS, TAGS, RECENT}
     for resource in resources.values():
         assert resource.mime_type == "application/json" and resource.title and resource.description
-    [template] = (await client.list_resource_templates()).resource_templates
-    assert template.uri_template == "pgrecall://entry/{id}" and template.mime_type == "application/json"
+    templates = {t.uri_template: t for t in (await client.list_resource_templates()).resource_templates}
+    assert set(templates) == {"pgrecall://entry/{id}", "pgrecall://document/{id}"}
+    assert all(t.mime_type == "application/json" for t in templates.values())
     caps = client.server_capabilities
     assert caps.resources is not None and caps.prompts is not None
 

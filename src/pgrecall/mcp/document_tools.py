@@ -91,7 +91,7 @@ def register_document_tools(
             if done.vector_pending:
                 runtime.reembed.poke(owner)
             if done.written:
-                await announce_write(str(done.document.id))
+                await announce_write(None, document_id=str(done.document.id))
             call.fields.update(status=done.status, written=done.written)
             return IngestOut.of(done)
 
@@ -143,5 +143,5 @@ def register_document_tools(
         with observe(runtime.metrics, "delete_document"):
             service = runtime.app.documents
             document = await run_blocking(service.restore if restore else service.delete, current_owner(), id)
-            await announce_write(str(document.id))
+            await announce_write(None, document_id=str(document.id))
             return DocumentOut.of(document)

@@ -38,6 +38,7 @@ STATS_URI = "pgrecall://stats"
 TAGS_URI = "pgrecall://tags"
 RECENT_URI = "pgrecall://recent"
 ENTRY_TEMPLATE = "pgrecall://entry/{id}"
+DOCUMENT_TEMPLATE = "pgrecall://document/{id}"
 MAX_SUBSCRIPTIONS = 256  # per connection: each subscribed entry URI costs a set slot until it closes
 
 # The request being handled when a tool runs: set by the middleware, read by announce_write.
@@ -153,13 +154,18 @@ class ChangeNotifier:
             await self.bus.publish(ResourceUpdated(uri=uri))
 
 
-async def announce_write(entry_id: str) -> None:
-    """After a committed write to `entry_id`: notify subscribers of the resources it changed."""
+async def announce_write(entry_id: str | None, *, document_id: str | None = None) -> None:
+    """After a committed write to an entry or a document: notify subscribers of the resources it changed."""
     current = _current.get()
     if current is None:  # called outside a tool call (or resources are not registered)
         return
     notifier, ctx = current
+    changed = [STATS_URI, TAGS_URI, RECENT_URI]
+    if entry_id is not None:
+        changed.append(entry_uri(entry_id))
+    if document_id is not None:
+        changed.append(DOCUMENT_TEMPLATE.replace("{id}", document_id))
     try:
-        await notifier.announce(ctx, [STATS_URI, TAGS_URI, RECENT_URI, entry_uri(entry_id)])
+        await notifier.announce(ctx, changed)
     except Exception:  # the write is committed: a client gone away must not turn it into an error
         log.warning("could not send resource change notifications", exc_info=True)

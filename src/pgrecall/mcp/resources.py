@@ -12,8 +12,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from pydantic import BaseModel
 
+from pgrecall.mcp.document_schemas import DocumentDetailOut
 from pgrecall.mcp.errors import run_blocking
 from pgrecall.mcp.notifications import (
+    DOCUMENT_TEMPLATE,
     ENTRY_TEMPLATE,
     RECENT_URI,
     STATS_URI,
@@ -147,3 +149,15 @@ def register_resources(
         found = await _read(runtime, lambda: runtime.app.entries.get(owner, id))
         chain = await _read(runtime, lambda: runtime.app.entries.chain(owner, found.id))
         return _compact(EntryDetailOut.detail(found, runtime.active_model, chain))
+
+    @server.resource(
+        DOCUMENT_TEMPLATE,
+        name="document",
+        title="Document",
+        description="One of your documents with its outline (the same as get_document).",
+        mime_type=JSON,
+    )
+    async def document(id: str) -> str:
+        owner = current_owner()
+        found, sections = await _read(runtime, lambda: runtime.app.documents.outline(owner, id))
+        return _compact(DocumentDetailOut.of(found, sections, None))
