@@ -196,3 +196,41 @@ def test_two_versions_answering_give_a_warning_naming_both(app: App) -> None:
         and str(v1.document.id) in built.warnings[0]
         and str(v2.document.id) in built.warnings[0]
     )
+
+
+def _cranfield(n: int) -> list[tuple[str, str]]:
+    """(title, text) of the first n Cranfield abstracts shipped with pgrecall (real, varied prose)."""
+    from pgrecall.evaluation import corpus
+
+    docs = [d for d in corpus.read_beir("cranfield") if len(d.body) > 400][:n]
+    return [(d.title, d.body) for d in docs]
+
+
+@pytest.mark.slow
+def test_a_passage_of_a_long_note_is_found_as_if_stored_alone(settings: Settings) -> None:
+    docs = _cranfield(50)
+    inside, distractors = docs[:30], docs[30:]
+    long_text = "\n\n".join(text for _, text in inside)
+    assert len(long_text) > 25_000
+    probes = [inside[3], inside[14], inside[27]]
+    with App(settings) as app:
+        for _, text in distractors:
+            app.entries.add("together", text=text)
+            app.entries.add("alone", text=text)
+        note = app.documents.long_note("together", long_text, title="Aerodynamics reading notes")
+        assert note is not None and note.ingested.document.chunk_count >= 15
+        for _, text in inside:
+            app.entries.add("alone", text=text)
+        for title, text in probes:
+            alone = app.search.search("alone", title, top_k=20).hits
+            together = app.search.search("together", title, top_k=20).hits
+            rank_alone = next(h.rank for h in alone if app.entries.get("alone", h.id).body == text)
+            rank_together = next(
+                h.rank for h in together if text[:200] in app.entries.get("together", h.id).body
+            )
+            assert rank_together <= rank_alone, (title, rank_together, rank_alone)
+        # The same long note again: an idempotent no-op.
+        again = app.documents.long_note("together", long_text, title="Aerodynamics reading notes")
+        assert again is not None and again.ingested.status == "unchanged"
+        # A short text stays one entry.
+        assert app.documents.long_note("together", "A short note.") is None

@@ -99,9 +99,31 @@ def add(
             replaced = (
                 opened.entries.resolve_id(owner, supersedes, include_deleted=True) if supersedes else None
             )
+            body = _read(text)
+            long = opened.documents.long_note(
+                owner,
+                body,
+                title=title,
+                tags=tag,
+                source=source,
+                metadata=meta,
+                language=language,
+                keeps_one_entry=bool(replaced or expires),
+            )
+            if long is not None:
+                done = long.ingested
+                out = {**_entry_json(long.first, opened.active_model), "document_id": str(done.document.id),
+                       "chunks": done.document.chunk_count, "content_hash": done.document.content_hash,
+                       "language_resolution": done.language.how if done.language else "kept"}  # fmt: skip
+                output.emit(
+                    out,
+                    as_json,
+                    lambda d: f"added {d['document_id']} as {d['chunks']} chunks ({d['language']})",
+                )
+                return
             written = opened.entries.add(
                 owner,
-                text=_read(text),
+                text=body,
                 title=title,
                 tags=tag,
                 source=source,

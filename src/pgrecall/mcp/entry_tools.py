@@ -26,11 +26,33 @@ from pgrecall.mcp.schemas import (
     StatsResult,
     WriteResult,
 )
+from pgrecall.services.documents import LongNote
 
 
 def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
     """Register the entry tools on `server`."""
     max_text = runtime.settings.max_text_chars
+
+    async def _long_note_result(long: LongNote, fields: dict[str, Any]) -> AddEntryResult:
+        done, first = long.ingested, long.first
+        if done.vector_pending:
+            runtime.reembed.poke(first.owner)
+        if done.written:
+            await announce_write(str(first.id), document_id=str(done.document.id))
+        fields.update(document=True, chunks=done.document.chunk_count)
+        assert done.language is not None
+        return AddEntryResult(
+            id=str(first.id),
+            content_hash=done.document.content_hash,
+            language=LanguageOut.of(done.language),
+            created_at=done.document.created_at,
+            version=1,
+            vector_pending=done.vector_pending > 0,
+            idempotent_replay=done.status == "unchanged",
+            similar=[],
+            document_id=str(done.document.id),
+            chunks=done.document.chunk_count,
+        )
 
     @runtime_tool(server, runtime, annotations=p.annotations())
     async def add_entry(
@@ -57,6 +79,20 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
         Check `similar`: when an existing entry says nearly the same, prefer update_entry.
         """
         with observe(runtime.metrics, "add_entry") as call:
+            long = await run_blocking(
+                runtime.app.documents.long_note,
+                current_owner(),
+                text,
+                title=title,
+                tags=tags,
+                source=source,
+                metadata=metadata,
+                language=language,
+                idempotency_key=idempotency_key,
+                keeps_one_entry=bool(expires_at or supersedes),
+            )
+            if long is not None:
+                return await _long_note_result(long, call.fields)
             written = await run_blocking(
                 runtime.app.entries.add,
                 current_owner(),

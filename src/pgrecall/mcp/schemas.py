@@ -184,6 +184,12 @@ class AddEntryResult(BaseModel):
     similar: list[SimilarEntry] = Field(
         description="Up to 3 existing entries that look like near-duplicates (consider update_entry instead)."
     )
+    document_id: str | None = Field(
+        default=None,
+        description="A long text is stored as a document of chunks (each passage found on its own): its id; "
+        "`id` is then its first chunk.",
+    )
+    chunks: int | None = Field(default=None, description="With document_id: how many chunks.")
 
 
 class WriteResult(BaseModel):

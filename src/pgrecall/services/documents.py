@@ -22,8 +22,17 @@ from pgrecall.chunking import DocumentError, chunk, detect_format, parse
 from pgrecall.config import Settings
 from pgrecall.domain.documents import ChunkDraft, Document, StoredChunk, chunk_title, plan_chunks
 from pgrecall.domain.entries import Entry, NewEntry, embedding_text
+from pgrecall.domain.language import Resolved
 from pgrecall.domain.text import content_hash
-from pgrecall.domain.validation import check_metadata, check_source, check_title, parse_id
+from pgrecall.domain.validation import (
+    check_body,
+    check_idempotency_key,
+    check_metadata,
+    check_source,
+    check_tags,
+    check_title,
+    parse_id,
+)
 from pgrecall.embeddings.base import EmbeddingError
 from pgrecall.errors import InvalidInputError
 from pgrecall.services.entries import EntryService
@@ -53,6 +62,15 @@ class Ingested:
     replaced: int  # of the written ones, those superseding an earlier chunk
     removed: int  # earlier chunks soft-deleted (their text is gone from the document)
     vector_pending: int  # written chunks stored without a vector (embedder unavailable)
+    language: Resolved | None = None  # how the document's language was chosen
+
+
+@dataclass(frozen=True)
+class LongNote:
+    """A long note stored as a document: what the ingest did, and its first chunk (its id stands for it)."""
+
+    ingested: Ingested
+    first: Entry
 
 
 @dataclass(frozen=True)
@@ -109,6 +127,7 @@ class DocumentService:
         version: str | None = None,
         language: str | None = None,
         metadata: dict[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
         name: str | None = None,
         size_bytes: int | None = None,
         mtime: datetime | None = None,
@@ -157,7 +176,7 @@ class DocumentService:
         fresh = plan_chunks(before, drafts) if before is not None else None
         to_embed = [d for d, _ in fresh.insert] if fresh is not None else drafts
         vectors = self._embed(doc_title, to_embed, progress)
-        return self._write(owner, draft, drafts, resolved, vectors)
+        return self._write(owner, draft, drafts, resolved, vectors, check_tags(tags))
 
     def _current(self, owner: str, source: str, version: str | None) -> list[StoredChunk] | None:
         with self.store.writing(owner, source, version) as writer:
@@ -193,8 +212,9 @@ class DocumentService:
         owner: str,
         draft: DocumentDraft,
         drafts: list[ChunkDraft],
-        resolved: Any,
+        resolved: Resolved,
         vectors: dict[str, list[float]],
+        tags: Sequence[str] = (),
     ) -> Ingested:
         model = self.entries.embedder.model if self.entries.embedder is not None else None
         with self.store.writing(owner, draft.source, draft.version) as writer:
@@ -202,7 +222,7 @@ class DocumentService:
             plan = plan_chunks(writer.current_chunks(live.id) if live is not None else [], drafts)
             if live is not None and live.content_hash == draft.content_hash and plan.unchanged:
                 writer.set_fingerprint(live.id, draft.size_bytes, draft.mtime)
-                return Ingested(live, "unchanged", 0, len(plan.keep), 0, 0, 0)
+                return Ingested(live, "unchanged", 0, len(plan.keep), 0, 0, 0, resolved)
             document = writer.save(live.id if live is not None else None, draft)
             for old, new in plan.keep:
                 if old.ordinal != new.ordinal or old.section_path != new.section_path:
@@ -210,7 +230,7 @@ class DocumentService:
                         old.id, new.ordinal, new.section_path, chunk_title(draft.title, new.section_path)
                     )
             news = [
-                self._new_chunk(document, d, replaces, resolved, vectors.get(d.content_hash), model)
+                self._new_chunk(document, d, replaces, resolved, vectors.get(d.content_hash), model, tags)
                 for d, replaces in plan.insert
             ]
             writer.insert(news)
@@ -224,6 +244,7 @@ class DocumentService:
             replaced=sum(1 for _, replaces in plan.insert if replaces is not None),
             removed=len(plan.remove),
             vector_pending=sum(1 for n in news if n.embedding is None),
+            language=resolved,
         )
 
     @staticmethod
@@ -234,6 +255,7 @@ class DocumentService:
         resolved: Any,
         vector: list[float] | None,
         model: str | None,
+        tags: Sequence[str] = (),
     ) -> NewEntry:
         return NewEntry(
             body=draft.text,
@@ -242,6 +264,7 @@ class DocumentService:
             kind=CHUNK_KIND,
             source=document.source,
             title=chunk_title(document.title, draft.section_path),
+            tags=tags,
             metadata=draft.metadata,
             embedding=vector,
             embedding_model=model if vector is not None else None,
@@ -253,6 +276,43 @@ class DocumentService:
             ordinal=draft.ordinal,
             section_path=list(draft.section_path),
         )
+
+    def long_note(
+        self,
+        owner: str,
+        text: str,
+        *,
+        title: str | None = None,
+        tags: Sequence[str] | None = None,
+        source: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        language: str | None = None,
+        idempotency_key: str | None = None,
+        keeps_one_entry: bool = False,
+    ) -> LongNote | None:
+        """A note longer than two chunks, stored as a document of chunks (None: short, add it as an entry).
+
+        One vector for a long text would average its passages away; as chunks, each passage is
+        found as if it had been stored alone. Its source is the one given, else `note:` and the
+        idempotency key or the text's hash: the same long text again writes nothing.
+        `keeps_one_entry`: the caller asked for what only an entry has (an expiry, a supersede link).
+        """
+        if keeps_one_entry or len(text) <= 2 * self.settings.chunk_chars:
+            return None
+        body = check_body(text, self.settings.max_text_chars)
+        key = check_idempotency_key(idempotency_key)
+        named = check_source(source) or f"note:{key or content_hash(body).removeprefix('sha256:')[:32]}"
+        done = self.ingest(
+            owner,
+            body.encode("utf-8", "surrogatepass"),
+            source=named,
+            format="markdown",
+            title=title,
+            language=language,
+            metadata=metadata,
+            tags=tags,
+        )
+        return LongNote(done, self.store.chunks(owner, done.document.id)[0])
 
     # -- files and folders --------------------------------------------------------------------
 
