@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
@@ -39,6 +40,7 @@ from pgrecall.store.entries_sql import (
     SQL_UPDATE,
     SQL_VECTORS,
 )
+from pgrecall.store.filters import compile_filters
 from pgrecall.store.scope import owner_transaction
 
 
@@ -65,6 +67,22 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         raise InvalidInputError(
             "cursor", "not a cursor returned by list_entries; omit it to start over"
         ) from None
+
+
+def list_statement(
+    owner: str, filters: EntryFilters, *, limit: int, cursor: str | None = None
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The list statement for these filters and its parameters: up to `limit` rows after `cursor`."""
+    cursor_ts, cursor_id = decode_cursor(cursor) if cursor else (None, None)
+    fragments, params = compile_filters(filters)
+    params |= {
+        "owner": owner,
+        "include_deleted": filters.include_deleted,
+        "cursor_ts": cursor_ts,
+        "cursor_id": cursor_id,
+        "limit": limit,
+    }
+    return sql.SQL(SQL_LIST).format(filters=fragments), params
 
 
 def _entry(row: dict[str, Any]) -> Entry:
@@ -246,28 +264,9 @@ class EntryStore:
 
     def list(self, owner: str, filters: EntryFilters, *, limit: int, cursor: str | None = None) -> Page:
         """One page, newest first, with the cursor for the next page."""
-        cursor_ts, cursor_id = decode_cursor(cursor) if cursor else (None, None)
-        params = {
-            "owner": owner,
-            "include_deleted": filters.include_deleted,
-            "kind": filters.kind,
-            "source": filters.source,
-            "source_prefix": filters.source_prefix,
-            "language": filters.language,
-            "tags_all": list(filters.tags_all) if filters.tags_all else None,
-            "tags_any": list(filters.tags_any) if filters.tags_any else None,
-            "created_after": filters.created_after,
-            "created_before": filters.created_before,
-            "updated_after": filters.updated_after,
-            "updated_before": filters.updated_before,
-            "include_expired": filters.include_expired,
-            "include_superseded": filters.include_superseded,
-            "cursor_ts": cursor_ts,
-            "cursor_id": cursor_id,
-            "limit": limit + 1,
-        }
+        statement, params = list_statement(owner, filters, limit=limit + 1, cursor=cursor)
         with owner_transaction(self.pool, owner) as conn:
-            rows = conn.execute(SQL_LIST, params).fetchall()
+            rows = conn.execute(statement, params).fetchall()
         entries = [_entry(r) for r in rows[:limit]]
         next_cursor = encode_cursor(entries[-1]) if len(rows) > limit and entries else None
         return Page(entries, next_cursor)
