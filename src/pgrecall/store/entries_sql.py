@@ -116,7 +116,7 @@ ORDER BY content_hash, created_at, id
 
 # Vectors leave the store only for in-process re-ranking (MMR); never in a response.
 SQL_VECTORS = """
-SELECT id, embedding::text AS embedding FROM entries
+SELECT id, embedding FROM entries
 WHERE owner = %(owner)s AND id = ANY(%(ids)s::uuid[]) AND embedding_model = %(model)s
 """
 

@@ -14,7 +14,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from pgrecall.domain.entries import EntryFilters
-from pgrecall.store.entries import vector_literal
+from pgrecall.store.entries import as_vector
 from pgrecall.store.filters import FILTER_SQL, compile_filters, has_filters
 from pgrecall.store.search_sql import (
     MAX_QUERY_TERMS,
@@ -42,12 +42,12 @@ __all__ = [
     "SearchRows",
     "SearchStore",
     "Tuning",
+    "as_vector",
     "bind",
     "build_statement",
     "has_filters",
     "knobs",
     "to_rows",
-    "vector_literal",
 ]
 
 # A vector of another dimension than these has no HNSW index (migration 0001) and is
@@ -217,7 +217,7 @@ def bind(params: SearchParams) -> dict[str, Any]:
         "k1": t.k1,
         "b": t.b,
         "n_lex": t.n_lex,
-        "qvec": vector_literal(params.vector) if use_vec else None,
+        "qvec": as_vector(params.vector) if use_vec else None,
         "model": params.model,
         "n_vec": t.n_vec,
         "min_sim": params.min_similarity if params.min_similarity is not None else -2.0,
