@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from pgrecall.config import Settings
 from pgrecall.db.database import Database
 from pgrecall.domain.entries import NewEntry
@@ -64,7 +66,9 @@ def _median_ms(calls: int, run: Callable[[], Any]) -> dict[str, float]:
 def measure(url: str, entries: int, searches: int) -> dict[str, Any]:
     """The medians over a fresh database at `url`."""
     rng = random.Random(7)  # noqa: S311 - reproducible vectors, not security
-    settings = Settings(database_url=url, home=Path(tempfile.gettempdir()) / "pgrecall-vector-io-unused")
+    settings = Settings(
+        database_url=SecretStr(url), home=Path(tempfile.gettempdir()) / "pgrecall-vector-io-unused"
+    )
     with Database(settings) as database, database.make_pool() as pool:
         store, search = EntryStore(pool), SearchStore(pool)
         counter = iter(range(10**9))

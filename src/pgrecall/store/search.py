@@ -15,7 +15,7 @@ from psycopg_pool import ConnectionPool
 
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.store.entries import as_vector
-from pgrecall.store.filters import FILTER_SQL, compile_filters, has_filters
+from pgrecall.store.filters import compile_filters, has_filters
 from pgrecall.store.search_sql import (
     MAX_QUERY_TERMS,
     SQL_IS_CITUS,
@@ -31,7 +31,6 @@ SQL_STEMMED_LANGUAGES = (
 )
 
 __all__ = [
-    "FILTER_SQL",
     "HNSW_DIMS",
     "MAX_QUERY_TERMS",
     "SQL_SEARCH",
