@@ -45,9 +45,9 @@ from pgrecall.db import migrate as schema
 from pgrecall.db.database import APP_ROLE, Database
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.domain.entries import EntryFilters
-from pgrecall.store import entries as entries_mod
+from pgrecall.store import filters as filters_mod
 from pgrecall.store import search as search_mod
-from pgrecall.store.entries import EntryStore
+from pgrecall.store.entries import EntryStore, list_statement
 from pgrecall.store.scope import SQL_SET_OWNER
 from pgrecall.store.search import SearchParams, SearchStore, bind, build_statement, has_filters, knobs
 
@@ -148,18 +148,14 @@ def _search_params(filters: EntryFilters, qvec: list[float]) -> SearchParams:
 @contextmanager
 def legacy_operators() -> Iterator[None]:
     """The store's SQL as it was with migration 0005: core `@>` / `&&`."""
-    # EntryStore.list reads the module global at call time: swap it there.
-    namespace = vars(entries_mod)
-    old_list = namespace["SQL_LIST"]
-    old_filters = dict(search_mod.FILTER_SQL)
-    namespace["SQL_LIST"] = old_list.replace("|@>", "@>").replace("|&&", "&&")
+    # List and search compile their filters from this dict at call time: swap them there.
+    old_filters = dict(filters_mod.FILTER_SQL)
     for name in ("tags_all", "tags_any"):
-        search_mod.FILTER_SQL[name] = old_filters[name].replace("|@>", "@>").replace("|&&", "&&")
+        filters_mod.FILTER_SQL[name] = old_filters[name].replace("|@>", "@>").replace("|&&", "&&")
     try:
         yield
     finally:
-        namespace["SQL_LIST"] = old_list
-        search_mod.FILTER_SQL.update(old_filters)
+        filters_mod.FILTER_SQL.update(old_filters)
 
 
 def _plan_facts(plan: dict[str, Any]) -> dict[str, Any]:
@@ -184,18 +180,10 @@ def _plan_facts(plan: dict[str, Any]) -> dict[str, Any]:
 
 def explain_list(pool: ConnectionPool[Any], filters: EntryFilters) -> dict[str, Any]:
     """EXPLAIN (ANALYZE, BUFFERS) of the list statement with the parameters EntryStore.list binds."""
-    params = {
-        "owner": "alice", "include_deleted": False, "kind": None, "source": None, "language": None,
-        "tags_all": list(filters.tags_all) if filters.tags_all else None,
-        "tags_any": list(filters.tags_any) if filters.tags_any else None,
-        "created_after": None, "created_before": None, "updated_after": None, "updated_before": None,
-        "cursor_ts": None, "cursor_id": None, "limit": LIST_LIMIT + 1,
-    }  # fmt: skip
+    statement, params = list_statement("alice", filters, limit=LIST_LIMIT + 1)
     with pool.connection() as conn, conn.transaction():
         conn.execute(SQL_SET_OWNER, ("alice",))
-        row = conn.execute(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + vars(entries_mod)["SQL_LIST"], params
-        ).fetchone()
+        row = conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ") + statement, params).fetchone()
     assert row is not None
     return _plan_facts(next(iter(row.values()))[0])
 

@@ -14,15 +14,16 @@ import pytest
 
 from pgrecall.db import migrate as schema
 from pgrecall.db.database import APP_ROLE
-from pgrecall.store.entries_sql import SQL_LIST
-from pgrecall.store.search_filters_sql import FILTER_SQL
+from pgrecall.domain.entries import EntryFilters
+from pgrecall.store.entries import list_statement
+from pgrecall.store.filters import FILTER_SQL
 
-LIST_PARAMS: dict[str, Any] = {
-    "owner": "alice", "include_deleted": False, "kind": None, "source": None, "source_prefix": None,
-    "language": None, "include_expired": False, "include_superseded": False,
-    "tags_all": None, "tags_any": None, "created_after": None, "created_before": None,
-    "updated_after": None, "updated_before": None, "cursor_ts": None, "cursor_id": None, "limit": 21,
-}  # fmt: skip
+
+def _list(filters: EntryFilters) -> tuple[str, dict[str, Any]]:
+    """The list statement and parameters EntryStore.list runs for a first page of 20."""
+    statement, params = list_statement("alice", filters, limit=21)
+    return statement.as_string(), params
+
 
 # (index expected, statement, parameters): the tag statements are the store's own SQL, which
 # matches the folded copy of the tags (migration 0008).
@@ -42,8 +43,8 @@ QUERIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         "SELECT e.id FROM entries e WHERE " + FILTER_SQL["tags_any"],
         {"f_tags_any": ["t3", "t8"]},
     ),
-    "list tags_all": ("entries_tags_folded_gin", SQL_LIST, {**LIST_PARAMS, "tags_all": ["T3"]}),
-    "list tags_any": ("entries_tags_folded_gin", SQL_LIST, {**LIST_PARAMS, "tags_any": ["t3", "T8"]}),
+    "list tags_all": ("entries_tags_folded_gin", *_list(EntryFilters(tags_all=["T3"]))),
+    "list tags_any": ("entries_tags_folded_gin", *_list(EntryFilters(tags_any=["t3", "T8"]))),
 }
 # The tag filter as it was up to migration 0008, for the databases of revision 0006.
 TAGS_ALL_0006 = "SELECT e.id FROM entries e WHERE e.tags |@> %(f_tags_all)s::text[]"

@@ -8,7 +8,9 @@ import typer
 
 from pgrecall.cli import output
 from pgrecall.cli.common import fail, open_app
+from pgrecall.cli.filters import upto
 from pgrecall.cli.output import JsonFlag
+from pgrecall.domain.activity import MAX_ACTIVITY_LIMIT, MAX_TAG_LIMIT
 
 
 def _activity_text(data: dict[str, Any]) -> str:
@@ -33,7 +35,9 @@ def activity(
             metavar="WHEN", help="An ISO 8601 time (no offset = UTC) or a duration back: 30m, 24h, 7d, 2w."
         ),
     ] = "7d",
-    limit: Annotated[int, typer.Option(metavar="N", help="Changes per page (1-100).")] = 20,
+    limit: Annotated[
+        int, typer.Option(metavar="N", help=f"Changes per page {upto(MAX_ACTIVITY_LIMIT)}.")
+    ] = 20,
     cursor: Annotated[
         str | None, typer.Option(metavar="CURSOR", help="next_cursor of the previous page.")
     ] = None,
@@ -78,7 +82,9 @@ def tags(
     prefix: Annotated[
         str | None, typer.Option(metavar="TEXT", help="Only tags starting with this (any case).")
     ] = None,
-    limit: Annotated[int, typer.Option(metavar="N", help="At most this many tags (1-500).")] = 100,
+    limit: Annotated[
+        int, typer.Option(metavar="N", help=f"At most this many tags {upto(MAX_TAG_LIMIT)}.")
+    ] = 100,
     as_json: JsonFlag = False,
 ) -> None:
     """Tags in use on live entries, with their counts, most used first."""

@@ -11,9 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pgrecall.cli import filters as f
 from pgrecall.cli import output
 from pgrecall.cli.common import fail, open_app
+from pgrecall.cli.filters import upto
 from pgrecall.cli.output import JsonFlag
+from pgrecall.domain.validation import MAX_LIST_LIMIT
 
 if TYPE_CHECKING:
     from pgrecall.domain.entries import Entry
@@ -156,30 +159,20 @@ def get(entry_id: IdArgument, as_json: JsonFlag = False) -> None:
 
 
 def list_entries(
-    limit: Annotated[int, typer.Option(metavar="N", help="Entries per page (1-200).")] = 20,
+    limit: Annotated[int, typer.Option(metavar="N", help=f"Entries per page {upto(MAX_LIST_LIMIT)}.")] = 20,
     cursor: Annotated[
         str | None, typer.Option(metavar="CURSOR", help="next_cursor of the previous page.")
     ] = None,
-    kind: Annotated[str | None, typer.Option(metavar="KIND", help="Only entries of this kind.")] = None,
-    source: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="Only entries with this source (any case).")
-    ] = None,
-    source_prefix: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="Only entries whose source starts with this.")
-    ] = None,
-    language: Annotated[
-        str | None, typer.Option(metavar="CODE", help="Only entries in this language (ISO 639-1 code).")
-    ] = None,
-    tag: Annotated[
-        list[str] | None, typer.Option("--tag", metavar="TAG", help="Only entries with all these tags.")
-    ] = None,
+    kind: f.Kind = None,
+    source: f.Source = None,
+    source_prefix: f.SourcePrefix = None,
+    language: f.Language = None,
+    tag: f.TagsAll = None,
     deleted: Annotated[
         bool, typer.Option("--deleted", help="Include soft-deleted entries (marked †).")
     ] = False,
-    superseded: Annotated[
-        bool, typer.Option("--superseded", help="Include entries a live entry supersedes.")
-    ] = False,
-    expired: Annotated[bool, typer.Option("--expired", help="Include entries past their expiry.")] = False,
+    superseded: f.Superseded = False,
+    expired: f.Expired = False,
     as_json: JsonFlag = False,
 ) -> None:
     """One page of entries, newest first: a table on a terminal, else JSON with the next page's cursor."""

@@ -8,7 +8,9 @@ import typer
 
 from pgrecall.cli import output
 from pgrecall.cli.common import fail, open_app
+from pgrecall.cli.filters import upto
 from pgrecall.cli.output import JsonFlag
+from pgrecall.domain.links import MAX_RELATED_LIMIT
 
 _ID_HELP = "Entry id, or a unique start or end of it (4+ hex digits, as `list` shows)."
 
@@ -77,7 +79,9 @@ def related(
         str, typer.Option(metavar="WAY", help="out (it links to), in (links to it) or both.")
     ] = "both",
     depth: Annotated[int, typer.Option(metavar="N", help="1, or 2 to follow the links of those too.")] = 1,
-    limit: Annotated[int, typer.Option(metavar="N", help="At most this many (1-100).")] = 50,
+    limit: Annotated[
+        int, typer.Option(metavar="N", help=f"At most this many {upto(MAX_RELATED_LIMIT)}.")
+    ] = 50,
     as_json: JsonFlag = False,
 ) -> None:
     """Entries linked to an entry (→ it links to them, ← they link to it)."""

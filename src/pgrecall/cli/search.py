@@ -8,9 +8,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pgrecall.cli import filters as f
 from pgrecall.cli import output
 from pgrecall.cli.common import fail, open_app
+from pgrecall.cli.filters import upto
 from pgrecall.cli.output import JsonFlag
+from pgrecall.domain.validation import MAX_TOP_K
 
 if TYPE_CHECKING:
     from pgrecall.services.retrieval import Ranked, Retrieved
@@ -88,21 +91,15 @@ def search(
         str | None,
         typer.Argument(metavar="QUERY", help="What you are looking for, in plain words, any language."),
     ] = None,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", metavar="N", help="Results wanted (1-50).")] = 5,
+    top_k: Annotated[
+        int, typer.Option("--top-k", "-k", metavar="N", help=f"Results wanted {upto(MAX_TOP_K)}.")
+    ] = 5,
     mode: Annotated[str, typer.Option(metavar="MODE", help="hybrid, vector or lexical.")] = "hybrid",
-    language: Annotated[
-        str | None, typer.Option(metavar="CODE", help="Only entries in this language (ISO 639-1 code).")
-    ] = None,
-    kind: Annotated[str | None, typer.Option(metavar="KIND", help="Only entries of this kind.")] = None,
-    source: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="Only entries with this source (any case).")
-    ] = None,
-    source_prefix: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="Only entries whose source starts with this.")
-    ] = None,
-    tag: Annotated[
-        list[str] | None, typer.Option("--tag", metavar="TAG", help="Only entries with all these tags.")
-    ] = None,
+    language: f.Language = None,
+    kind: f.Kind = None,
+    source: f.Source = None,
+    source_prefix: f.SourcePrefix = None,
+    tag: f.TagsAll = None,
     any_tag: Annotated[
         list[str] | None,
         typer.Option("--any-tag", metavar="TAG", help="Only entries with at least one of these tags."),
@@ -121,10 +118,8 @@ def search(
     recency_days: Annotated[
         float | None, typer.Option(metavar="DAYS", help="Favour recent entries: the half-life in days.")
     ] = None,
-    superseded: Annotated[
-        bool, typer.Option("--superseded", help="Include entries a live entry supersedes.")
-    ] = False,
-    expired: Annotated[bool, typer.Option("--expired", help="Include entries past their expiry.")] = False,
+    superseded: f.Superseded = False,
+    expired: f.Expired = False,
     pin: Annotated[
         list[str] | None,
         typer.Option("--pin", metavar="HASH", help="A content_hash to put first (repeatable, in order)."),
@@ -140,12 +135,19 @@ def search(
 
     Dates (--created-after …) take an ISO 8601 date or time; no offset means UTC.
     """
-    from pgrecall.domain.entries import EntryFilters
     from pgrecall.errors import PgrecallError
-    from pgrecall.services.retrieval import RetrievalRequest
-    from pgrecall.services.search import SearchOptions
+    from pgrecall.services.retrieval import retrieval_request
 
-    filters = EntryFilters(
+    request = retrieval_request(
+        query,
+        selected_text=selected_text,
+        top_k=top_k,
+        pinned_hashes=pin,
+        diversify=diversify,
+        mode=mode,
+        min_similarity=min_score,
+        min_relevance=min_relevance,
+        recency_half_life_days=recency_days,
         language=language,
         kind=kind,
         source=source,
@@ -158,20 +160,6 @@ def search(
         updated_before=_moment("--updated-before", updated_before),
         include_superseded=superseded,
         include_expired=expired,
-    )
-    request = RetrievalRequest(
-        query=query,
-        selected_text=selected_text,
-        top_k=top_k,
-        pinned_hashes=pin,
-        diversify=diversify,
-        options=SearchOptions(
-            mode=mode,
-            filters=filters,
-            min_similarity=min_score,
-            min_relevance=min_relevance,
-            recency_half_life_days=recency_days,
-        ),
     )
     with open_app() as opened:
         try:

@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import Any
 
 import psycopg
+from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -24,6 +25,19 @@ log = logging.getLogger(__name__)
 
 # The NOLOGIN role migration 0005 creates; owner-scoped tables have FORCE'd policies for it.
 APP_ROLE = "pgrecall_app"
+
+
+def register_vector_adapter(conn: psycopg.Connection[Any]) -> bool:
+    """pgvector's adapter on `conn`: numpy arrays to and from `vector` columns, binary on the wire.
+
+    False where the database has no vector type yet (migration 0001 creates the extension): the
+    migrations' and checks' own connections come before it and send no vector.
+    """
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:
+        return False
+    return True
 
 
 class Database:
@@ -100,6 +114,7 @@ class Database:
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailableError(describe_failure(str(exc), url)) from exc
         with conn:
+            register_vector_adapter(conn)
             yield conn
 
     def _pool_conninfo(self) -> str:
@@ -122,6 +137,8 @@ class Database:
             conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(timeout),))
             if role is not None:
                 conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+            # The pool opens after the migrations (App checks the schema first): the type exists.
+            register_vector_adapter(conn)
             conn.commit()
 
         url = self.url

@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from pgrecall.db.database import register_vector_adapter
 from pgrecall.evaluation.private_server import fresh_database, private_server
 from pgrecall.evaluation.speed import load_store, warm_up
 from pgrecall.evaluation.speed_inputs import BenchInputs, bench_inputs
@@ -47,6 +48,7 @@ def measure_on_bench_store(
         print(f"loaded {size} entries ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
         inputs = bench.inputs
         with psycopg.connect(bench.url, row_factory=dict_row) as conn:
+            register_vector_adapter(conn)
             warm_up(conn, inputs.queries, inputs.qvecs, inputs.scale)
             result = {
                 "size": size,

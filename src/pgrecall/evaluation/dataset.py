@@ -3,13 +3,13 @@ errors that name the file and line."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pgrecall.errors import PgrecallError
+from pgrecall.services.transfer.lines import LineError, read_jsonl
 
 # Enough to show what is wrong without flooding the terminal on a badly broken file.
 MAX_REPORTED_PROBLEMS = 20
@@ -81,26 +81,13 @@ class _Problems:
 
 
 def _jsonl(path: Path, problems: _Problems) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            where = f"{path.name}:{number}"
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                problems.add(where, f"not UTF-8 ({exc.reason} at byte {exc.start})")
-                continue
-            if number == 1:
-                text = text.removeprefix("\ufeff")
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                problems.add(where, f"not valid JSON: {exc.msg} at column {exc.colno}")
-                continue
-            if not isinstance(obj, dict):
-                problems.add(where, f"expected a JSON object, got {type(obj).__name__}")
-                continue
+    for number, obj in read_jsonl(path):
+        where = f"{path.name}:{number}"
+        if isinstance(obj, LineError):
+            problems.add(where, obj.message)
+        elif not isinstance(obj, dict):
+            problems.add(where, f"expected a JSON object, got {type(obj).__name__}")
+        else:
             yield number, obj
 
 

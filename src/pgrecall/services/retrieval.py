@@ -13,8 +13,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from pgrecall.domain.entries import Entry, Status
+from pgrecall.domain.entries import Entry, EntryFilters, Status
 from pgrecall.domain.ranking import Candidate, dedup, mmr
 from pgrecall.domain.text import normalize_text
 from pgrecall.domain.validation import (
@@ -43,6 +44,36 @@ class RetrievalRequest:
     pinned_hashes: Sequence[str] | None = None
     diversify: bool = False
     options: SearchOptions = field(default_factory=SearchOptions)
+
+
+def retrieval_request(
+    query: str | None,
+    *,
+    selected_text: str | None = None,
+    top_k: int = 5,
+    pinned_hashes: Sequence[str] | None = None,
+    diversify: bool = False,
+    mode: str = "hybrid",
+    min_similarity: float | None = None,
+    min_relevance: float | None = None,
+    recency_half_life_days: float | None = None,
+    **filters: Any,
+) -> RetrievalRequest:
+    """The request of a surface's flat parameters (MCP tools, CLI); `filters` are EntryFilters' fields."""
+    return RetrievalRequest(
+        query=query,
+        selected_text=selected_text,
+        top_k=top_k,
+        pinned_hashes=pinned_hashes,
+        diversify=diversify,
+        options=SearchOptions(
+            mode=mode,
+            filters=EntryFilters(**filters),
+            min_similarity=min_similarity,
+            min_relevance=min_relevance,
+            recency_half_life_days=recency_half_life_days,
+        ),
+    )
 
 
 @dataclass(frozen=True)

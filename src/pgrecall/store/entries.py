@@ -11,7 +11,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import psycopg
+from numpy.typing import NDArray
+from psycopg import sql
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
@@ -39,14 +42,13 @@ from pgrecall.store.entries_sql import (
     SQL_UPDATE,
     SQL_VECTORS,
 )
+from pgrecall.store.filters import compile_filters
 from pgrecall.store.scope import owner_transaction
 
 
-def vector_literal(values: Sequence[float] | None) -> str | None:
-    """pgvector's text form, sent as a bound text parameter and cast server-side."""
-    if values is None:
-        return None
-    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+def as_vector(values: Sequence[float] | None) -> NDArray[np.float32] | None:
+    """A vector parameter: pgvector's adapter (db.database.register_vector_adapter) sends it binary."""
+    return None if values is None else np.asarray(values, dtype=np.float32)
 
 
 def encode_cursor(entry: Entry) -> str:
@@ -67,12 +69,28 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         ) from None
 
 
+def list_statement(
+    owner: str, filters: EntryFilters, *, limit: int, cursor: str | None = None
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The list statement for these filters and its parameters: up to `limit` rows after `cursor`."""
+    cursor_ts, cursor_id = decode_cursor(cursor) if cursor else (None, None)
+    fragments, params = compile_filters(filters)
+    params |= {
+        "owner": owner,
+        "include_deleted": filters.include_deleted,
+        "cursor_ts": cursor_ts,
+        "cursor_id": cursor_id,
+        "limit": limit,
+    }
+    return sql.SQL(SQL_LIST).format(filters=fragments), params
+
+
 def _entry(row: dict[str, Any]) -> Entry:
     return Entry(**row)
 
 
 def insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
-    vector = vector_literal(new.embedding)
+    vector = as_vector(new.embedding)
     return {
         "owner": owner,
         "kind": new.kind,
@@ -84,7 +102,7 @@ def insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
         "language": new.language,
         "content_hash": new.content_hash,
         "embedding": vector,
-        "embedding_model": new.embedding_model if vector else None,
+        "embedding_model": new.embedding_model if vector is not None else None,
         "embedding_dim": len(new.embedding) if new.embedding is not None else None,
         "idempotency_key": new.idempotency_key,
         "detected_language": new.detected_language,
@@ -189,7 +207,7 @@ class EntryStore:
         self, owner: str, entry_id: uuid.UUID, changes: EntryChanges, *, expected_version: int | None = None
     ) -> Entry:
         """Apply a partial update, bump version; NotFoundError if absent, deleted or at another version."""
-        vector = vector_literal(changes.embedding)
+        vector = as_vector(changes.embedding)
         params = {
             "owner": owner,
             "id": entry_id,
@@ -208,7 +226,7 @@ class EntryStore:
             "content_hash": changes.content_hash,
             "reset_embedding": changes.reset_embedding,
             "embedding": vector,
-            "embedding_model": changes.embedding_model if vector else None,
+            "embedding_model": changes.embedding_model if vector is not None else None,
             "embedding_dim": len(changes.embedding) if changes.embedding is not None else None,
             "expected_version": expected_version,
             "set_expires_at": changes.set_expires_at,
@@ -249,28 +267,9 @@ class EntryStore:
 
     def list(self, owner: str, filters: EntryFilters, *, limit: int, cursor: str | None = None) -> Page:
         """One page, newest first, with the cursor for the next page."""
-        cursor_ts, cursor_id = decode_cursor(cursor) if cursor else (None, None)
-        params = {
-            "owner": owner,
-            "include_deleted": filters.include_deleted,
-            "kind": filters.kind,
-            "source": filters.source,
-            "source_prefix": filters.source_prefix,
-            "language": filters.language,
-            "tags_all": list(filters.tags_all) if filters.tags_all else None,
-            "tags_any": list(filters.tags_any) if filters.tags_any else None,
-            "created_after": filters.created_after,
-            "created_before": filters.created_before,
-            "updated_after": filters.updated_after,
-            "updated_before": filters.updated_before,
-            "include_expired": filters.include_expired,
-            "include_superseded": filters.include_superseded,
-            "cursor_ts": cursor_ts,
-            "cursor_id": cursor_id,
-            "limit": limit + 1,
-        }
+        statement, params = list_statement(owner, filters, limit=limit + 1, cursor=cursor)
         with owner_transaction(self.pool, owner) as conn:
-            rows = conn.execute(SQL_LIST, params).fetchall()
+            rows = conn.execute(statement, params).fetchall()
         entries = [_entry(r) for r in rows[:limit]]
         next_cursor = encode_cursor(entries[-1]) if len(rows) > limit and entries else None
         return Page(entries, next_cursor)
@@ -283,7 +282,7 @@ class EntryStore:
             "owner": owner,
             "id": entry_id,
             "content_hash": content_hash,
-            "embedding": vector_literal(vector),
+            "embedding": as_vector(vector),
             "model": model,
             "dim": len(vector),
         }
@@ -342,8 +341,9 @@ class EntryStore:
     ) -> dict[uuid.UUID, builtins.list[float]]:
         """Stored vectors of `model` for these entries (for MMR inside the process)."""
         with owner_transaction(self.pool, owner) as conn:
-            rows = conn.execute(SQL_VECTORS, {"owner": owner, "ids": list(ids), "model": model}).fetchall()
-        return {r["id"]: [float(x) for x in r["embedding"].strip("[]").split(",")] for r in rows}
+            params = {"owner": owner, "ids": list(ids), "model": model}
+            rows = conn.execute(SQL_VECTORS, params, binary=True).fetchall()
+        return {r["id"]: r["embedding"].tolist() for r in rows}
 
     def schema_revision(self) -> str | None:
         """The Alembic revision of the database (read through the pool, no extra connection)."""

@@ -1,7 +1,5 @@
 """SQL of the entry store: constant text, bound parameters only."""
 
-from pgrecall.store.current_sql import not_expired, not_superseded
-
 # Columns every read returns: never the vector itself.
 COLUMNS = """
     id, owner, kind, source, title, body, tags, metadata, language,
@@ -79,27 +77,15 @@ WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NOT NULL
 RETURNING {COLUMNS}
 """
 
-# Filters as in search_sql.FILTER_SQL: folded case (migration 0008), tag operators of migration 0006.
+# {filters}: the ` AND …` fragments of store/filters.py over alias e.
 # Keyset pagination, newest first: (created_at, id) is unique and never changes,
 # so rows inserted while a caller pages can neither shift nor repeat earlier pages.
 SQL_LIST = f"""
-SELECT {COLUMNS} FROM entries
-WHERE owner = %(owner)s
-  AND (%(include_deleted)s OR deleted_at IS NULL)
-  AND (%(kind)s::text IS NULL OR lower(kind) = lower(%(kind)s))
-  AND (%(source)s::text IS NULL OR lower(source) = lower(%(source)s))
-  AND (%(source_prefix)s::text IS NULL OR starts_with(lower(source), lower(%(source_prefix)s)))
-  AND (%(language)s::regconfig IS NULL OR language = %(language)s::regconfig)
-  AND (%(tags_all)s::text[] IS NULL OR tags_folded |@> pgrecall_fold_tags(%(tags_all)s::text[]))
-  AND (%(tags_any)s::text[] IS NULL OR tags_folded |&& pgrecall_fold_tags(%(tags_any)s::text[]))
-  AND (%(created_after)s::timestamptz IS NULL OR created_at >= %(created_after)s)
-  AND (%(created_before)s::timestamptz IS NULL OR created_at < %(created_before)s)
-  AND (%(updated_after)s::timestamptz IS NULL OR updated_at >= %(updated_after)s)
-  AND (%(updated_before)s::timestamptz IS NULL OR updated_at < %(updated_before)s)
-  AND (%(include_expired)s OR {not_expired("entries")})
-  AND (%(include_superseded)s OR {not_superseded("entries")})
-  AND (%(cursor_ts)s::timestamptz IS NULL OR (created_at, id) < (%(cursor_ts)s, %(cursor_id)s::uuid))
-ORDER BY created_at DESC, id DESC
+SELECT {COLUMNS} FROM entries e
+WHERE e.owner = %(owner)s
+  AND (%(include_deleted)s OR e.deleted_at IS NULL){{filters}}
+  AND (%(cursor_ts)s::timestamptz IS NULL OR (e.created_at, e.id) < (%(cursor_ts)s, %(cursor_id)s::uuid))
+ORDER BY e.created_at DESC, e.id DESC
 LIMIT %(limit)s
 """
 
@@ -132,7 +118,7 @@ ORDER BY content_hash, created_at, id
 
 # Vectors leave the store only for in-process re-ranking (MMR); never in a response.
 SQL_VECTORS = """
-SELECT id, embedding::text AS embedding FROM entries
+SELECT id, embedding FROM entries
 WHERE owner = %(owner)s AND id = ANY(%(ids)s::uuid[]) AND embedding_model = %(model)s
 """
 

@@ -14,10 +14,9 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from pgrecall.domain.entries import EntryFilters
-from pgrecall.store.entries import vector_literal
+from pgrecall.store.entries import as_vector
+from pgrecall.store.filters import compile_filters, has_filters
 from pgrecall.store.search_sql import (
-    CURRENT_SQL,
-    FILTER_SQL,
     MAX_QUERY_TERMS,
     SQL_IS_CITUS,
     SQL_SEARCH,
@@ -32,7 +31,6 @@ SQL_STEMMED_LANGUAGES = (
 )
 
 __all__ = [
-    "FILTER_SQL",
     "HNSW_DIMS",
     "MAX_QUERY_TERMS",
     "SQL_SEARCH",
@@ -43,12 +41,12 @@ __all__ = [
     "SearchRows",
     "SearchStore",
     "Tuning",
+    "as_vector",
     "bind",
     "build_statement",
     "has_filters",
     "knobs",
     "to_rows",
-    "vector_literal",
 ]
 
 # A vector of another dimension than these has no HNSW index (migration 0001) and is
@@ -196,11 +194,7 @@ class SearchRows:
 
 def build_statement(params: SearchParams) -> sql.Composed:
     """The search statement for these filters and this vector dimension."""
-    parts = [
-        sql.SQL(FILTER_SQL[name]) for name in FILTER_SQL if _filter_value(params.filters, name) is not None
-    ]
-    parts += [sql.SQL(CURRENT_SQL[flag]) for flag in CURRENT_SQL if not getattr(params.filters, flag)]
-    filters = sql.SQL("").join(sql.SQL(" AND ") + part for part in parts)
+    filters, _ = compile_filters(params.filters)
     # Without a vector the branch is gated off by `qvec IS NOT NULL`; any dimension
     # keeps the text valid, and an indexed one keeps the plan shape.
     dim = params.dim if params.dim is not None and params.vector is not None else 384
@@ -208,13 +202,6 @@ def build_statement(params: SearchParams) -> sql.Composed:
     # 10% of the table prices the HNSW walk out, and falls back to an exact scan.
     n_vec = sql.Literal(int(params.tuning.n_vec))
     return sql.SQL(SQL_SEARCH).format(dim=sql.Literal(int(dim)), filters=filters, n_vec=n_vec)
-
-
-def _filter_value(filters: EntryFilters, name: str) -> Any:
-    value = getattr(filters, name)
-    if isinstance(value, (list, tuple)) and not value:
-        return None
-    return value
 
 
 def bind(params: SearchParams) -> dict[str, Any]:
@@ -235,7 +222,7 @@ def bind(params: SearchParams) -> dict[str, Any]:
         "k1": t.k1,
         "b": t.b,
         "n_lex": t.n_lex,
-        "qvec": vector_literal(params.vector) if use_vec else None,
+        "qvec": as_vector(params.vector) if use_vec else None,
         "model": params.model,
         "n_vec": t.n_vec,
         "min_sim": params.min_similarity if params.min_similarity is not None else -2.0,
@@ -252,21 +239,8 @@ def bind(params: SearchParams) -> dict[str, Any]:
         "first_place": min(w_vec, 1.0 - w_vec) if convex else 1.0 / (t.rrf_k + 1.0),
         "top_k": params.top_k,
         "body_chars": t.body_chars,
-        "f_kind": f.kind,
-        "f_source": f.source,
-        "f_source_prefix": f.source_prefix,
-        "f_tags_all": list(f.tags_all) if f.tags_all else None,
-        "f_tags_any": list(f.tags_any) if f.tags_any else None,
-        "f_created_after": f.created_after,
-        "f_created_before": f.created_before,
-        "f_updated_after": f.updated_after,
-        "f_updated_before": f.updated_before,
+        **compile_filters(f)[1],
     }
-
-
-def has_filters(filters: EntryFilters) -> bool:
-    """True when any filter is set."""
-    return any(_filter_value(filters, name) is not None for name in FILTER_SQL)
 
 
 def knobs(

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pgrecall.store.search_filters_sql import CURRENT_SQL, FILTER_SQL
-
 MAX_QUERY_TERMS = 32
 
-__all__ = ["CURRENT_SQL", "FILTER_SQL", "MAX_QUERY_TERMS", "SQL_IS_CITUS", "SQL_SEARCH", "SQL_SET_KNOBS"]
+__all__ = ["MAX_QUERY_TERMS", "SQL_IS_CITUS", "SQL_SEARCH", "SQL_SET_KNOBS"]
 
 # Per-transaction knobs. ef_search bounds the HNSW walk's candidate list;
 # iterative_scan lets a filtered walk continue until LIMIT rows pass the filters (or
@@ -66,7 +64,7 @@ def _live_df(lexemes_of: str) -> str:
 # The statement. {dim} is a literal so that the planner matches the partial index
 # `WHERE embedding_dim = <dim>`, also in a generic plan, and {n_vec} (a Tuning
 # constant, never caller input) so that a generic plan prices the HNSW walk right;
-# {filters} are fixed fragments from FILTER_SQL; everything else is a bound parameter.
+# {filters} are fixed fragments from store/filters.py; everything else is a bound parameter.
 #
 # Lexical branch, step by step:
 #  langs     languages (regconfigs) this owner has live entries in, with N and total

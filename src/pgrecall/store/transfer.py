@@ -16,6 +16,8 @@ from typing import Any, Literal
 import psycopg
 from psycopg.types.json import Jsonb
 
+from pgrecall.store.entries import as_vector
+
 ConflictPolicy = Literal["newer", "skip", "overwrite"]
 
 SQL_EXPORT_OWNERS = """
@@ -218,7 +220,7 @@ class StagedRow:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     deleted_at: datetime | None = None
-    embedding: str | None = None  # pgvector text form '[0.1,…]'
+    embedding: Sequence[float] | None = None
     embedding_model: str | None = None
     embedding_dim: int | None = None
     detected_language: str | None = None  # ISO code of an unstemmable language stored as 'simple'
@@ -287,7 +289,7 @@ class TransferStore:
                         r.created_at,
                         r.updated_at,
                         r.deleted_at,
-                        r.embedding,
+                        as_vector(r.embedding),
                         r.embedding_model,
                         r.embedding_dim,
                         r.detected_language,

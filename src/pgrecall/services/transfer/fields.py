@@ -9,7 +9,6 @@ from typing import Any
 
 from pgrecall.domain.validation import parse_id
 from pgrecall.errors import InvalidInputError
-from pgrecall.store.entries import vector_literal
 
 MAX_MODEL_CHARS = 200
 MAX_VECTOR_DIM = 16_000
@@ -46,7 +45,7 @@ def version(obj: dict[str, Any]) -> int | None:
     return value
 
 
-def vector(obj: dict[str, Any]) -> tuple[str | None, str | None, int | None]:
+def vector(obj: dict[str, Any]) -> tuple[list[float] | None, str | None, int | None]:
     values, model, dim = obj.get("embedding"), obj.get("embedding_model"), obj.get("embedding_dim")
     if values is None:
         if model is not None:
@@ -60,7 +59,7 @@ def vector(obj: dict[str, Any]) -> tuple[str | None, str | None, int | None]:
         raise InvalidInputError("embedding_model", "is required with embedding (the model that made it)")
     if dim is not None and dim != len(values):
         raise InvalidInputError("embedding_dim", f"is {dim!r} but embedding has {len(values)} numbers")
-    return vector_literal(values), model, len(values)
+    return [float(v) for v in values], model, len(values)
 
 
 def opt_id(obj: dict[str, Any], name: str) -> uuid.UUID | None:
