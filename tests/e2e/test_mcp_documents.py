@@ -103,3 +103,30 @@ async def test_server_paths_only_under_the_allowed_roots(local_client: Client, r
     (root / "link.md").symlink_to(outside)  # a symlink out of the root is outside too
     message = await call_error(local_client, "ingest_document", source="s", path=str(root / "link.md"))
     assert "outside the allowed roots" in message
+
+
+async def test_document_and_version_filters_and_group_by(client: Client) -> None:
+    v1 = await call(client, "ingest_document", source="guide.md", text=GUIDE, version="1")
+    newer = GUIDE.replace("three months", "six months")
+    v2 = await call(client, "ingest_document", source="guide.md", text=newer, version="2")
+    await call(client, "add_entry", text="Descaling the office kettle is Tom's job this month.")
+    question = "how often should I descale the boiler"
+
+    only_v2 = await call(client, "search", query=question, version="2", top_k=5)
+    assert only_v2["hits"] and {h["document"]["version"] for h in only_v2["hits"]} == {"2"}
+    one_doc = await call(client, "search", query=question, document=v1["document"]["id"], top_k=5)
+    assert {h["document"]["id"] for h in one_doc["hits"]} == {v1["document"]["id"]}
+    listed = await call(client, "list_entries", document=v2["document"]["id"])
+    assert len(listed["entries"]) == v2["document"]["chunk_count"]
+
+    grouped = await call(client, "search", query=question, group_by="document", top_k=5)
+    keys = [(h["document"] or {}).get("id") or h["id"] for h in grouped["hits"]]
+    assert len(keys) == len(set(keys))  # one hit per document (a note is its own)
+    assert all(h["more_chunks"] is not None for h in grouped["hits"])
+
+    message = await call_error(client, "search", query=question, document="not-an-id")
+    assert message.startswith("document:") or "document:" in message
+    built = await call(client, "build_context", query=question, version="1")
+    assert built["status"] == "ok"
+    both = await call(client, "build_context", query=question, source="guide.md")
+    assert both["status"] == "warning" and "2 versions" in both["warnings"][0]

@@ -166,6 +166,8 @@ def list_entries(
     kind: f.Kind = None,
     source: f.Source = None,
     source_prefix: f.SourcePrefix = None,
+    document: f.Document = None,
+    version: f.Version = None,
     language: f.Language = None,
     tag: f.TagsAll = None,
     deleted: Annotated[
@@ -183,6 +185,8 @@ def list_entries(
         kind=kind,
         source=source,
         source_prefix=source_prefix,
+        document=document,
+        version=version,
         language=language,
         tags_all=tag,
         include_deleted=deleted,

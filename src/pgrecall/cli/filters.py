@@ -17,6 +17,12 @@ Source = Annotated[str | None, typer.Option(metavar="TEXT", help="Only entries w
 SourcePrefix = Annotated[
     str | None, typer.Option(metavar="TEXT", help="Only entries whose source starts with this.")
 ]
+Document = Annotated[
+    str | None, typer.Option(metavar="ID", help="Only chunks of this document (see pgrecall documents).")
+]
+Version = Annotated[
+    str | None, typer.Option(metavar="LABEL", help="Only chunks of documents of this version.")
+]
 Language = Annotated[
     str | None, typer.Option(metavar="CODE", help="Only entries in this language (ISO 639-1 code).")
 ]

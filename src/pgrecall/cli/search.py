@@ -99,6 +99,8 @@ def search(
     kind: f.Kind = None,
     source: f.Source = None,
     source_prefix: f.SourcePrefix = None,
+    document: f.Document = None,
+    version: f.Version = None,
     tag: f.TagsAll = None,
     any_tag: Annotated[
         list[str] | None,
@@ -152,6 +154,8 @@ def search(
         kind=kind,
         source=source,
         source_prefix=source_prefix,
+        document=document,
+        version=version,
         tags_all=tag,
         tags_any=any_tag,
         created_after=_moment("--created-after", created_after),

@@ -136,6 +136,9 @@ class EntryFilters:
     created_before: datetime | None = None
     updated_after: datetime | None = None
     updated_before: datetime | None = None
+    # Chunks of one document (its id), or of documents with this version label.
+    document: str | None = None
+    version: str | None = None
     include_deleted: bool = False
     # Superseded (a live entry replaces it) and expired entries are left out unless asked for.
     include_superseded: bool = False

@@ -31,6 +31,7 @@ MAX_SECTIONS = 8
 MAX_SECTION_CHARS = 200
 MAX_IDEMPOTENCY_KEY_CHARS = 200
 MAX_SOURCE_CHARS = 2000
+MAX_VERSION_LABEL_CHARS = 100  # a document's version label
 MAX_TAGS = 64
 MAX_TAG_CHARS = 100
 MAX_METADATA_BYTES = 65_536
@@ -311,6 +312,16 @@ def check_half_life(value: float | None) -> float | None:
     return float(value)
 
 
+def check_version(version: str | None, field: str = "version") -> str | None:
+    """A document's version label: up to MAX_VERSION_LABEL_CHARS printable characters, or None."""
+    if version is None or not version.strip():
+        return None
+    clean = version.strip()
+    if len(clean) > MAX_VERSION_LABEL_CHARS or not clean.isprintable():
+        raise InvalidInputError(field, f"at most {MAX_VERSION_LABEL_CHARS} printable characters")
+    return clean
+
+
 def check_filters(filters: EntryFilters, catalog: LanguageCatalog) -> EntryFilters:
     """List and search filters checked once: tokens, tags, date ranges, language → its regconfig."""
     bounds = {
@@ -328,6 +339,8 @@ def check_filters(filters: EntryFilters, catalog: LanguageCatalog) -> EntryFilte
         language=catalog.resolve_explicit(language).regconfig if language and language.strip() else None,
         tags_all=check_tags(filters.tags_all, "tags_all") or None,
         tags_any=check_tags(filters.tags_any, "tags_any") or None,
+        document=str(parse_id(filters.document, "document")) if filters.document else None,
+        version=check_version(filters.version),
         include_deleted=bool(filters.include_deleted),
         include_superseded=bool(filters.include_superseded),
         include_expired=bool(filters.include_expired),

@@ -125,6 +125,12 @@ SourcePrefix = Annotated[
         '"docs/adr/" or a site "https://wiki.example.org/". Matched literally: % and _ are plain characters.'
     ),
 ]
+DocumentFilter = Annotated[
+    str | None, Field(description="Only chunks of this document (its id).", max_length=64)
+]
+VersionFilter = Annotated[
+    str | None, Field(description="Only chunks of documents with this version label.", max_length=100)
+]
 LanguageFilter = Annotated[str | None, Field(description="Only entries in this language (ISO 639-1 code).")]
 TagsAll = Annotated[
     list[str] | None,

@@ -100,6 +100,10 @@ class Hit(BaseModel):
     document: DocumentPlaceOut | None = Field(
         default=None, description="For a document's chunk: its document, section and place; null for a note."
     )
+    more_chunks: list[str] | None = Field(
+        default=None,
+        description="group_by=document: ids of this document's other matching chunks, best first.",
+    )
     breakdown: ScoreBreakdown | None = Field(
         description="Per-branch ranks and scores (only with explain=true)."
     )
@@ -234,7 +238,7 @@ def timings_out(timings: dict[str, float], total_ms: float) -> dict[str, float]:
     return out
 
 
-def hit_out(rank: int, ranked: Ranked, explain: bool) -> Hit:
+def hit_out(rank: int, ranked: Ranked, explain: bool, more: list[Ranked] | None = None) -> Hit:
     """One ranked slot as a search result (the breakdown only when explaining)."""
     entry, hit = ranked.entry, ranked.hit
     return Hit(
@@ -250,4 +254,5 @@ def hit_out(rank: int, ranked: Ranked, explain: bool) -> Hit:
         pinned=ranked.pinned,
         breakdown=ScoreBreakdown.of(hit.breakdown) if (explain and hit is not None) else None,
         document=DocumentPlaceOut(**asdict(hit.document)) if hit is not None and hit.document else None,
+        more_chunks=[str(r.entry.id) for r in more] if more is not None else None,
     )

@@ -3,12 +3,13 @@
 # No `from __future__ import annotations`: the SDK evaluates tool signatures.
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
+from pgrecall.domain.validation import MAX_TOP_K
 from pgrecall.mcp import params as p
 from pgrecall.mcp.errors import run_blocking
 from pgrecall.mcp.observability import observe
@@ -23,6 +24,9 @@ from pgrecall.mcp.retrieval_schemas import (
     timings_out,
 )
 from pgrecall.mcp.runtime import Runtime, runtime_tool
+
+if TYPE_CHECKING:
+    from pgrecall.services.retrieval import Ranked
 
 
 def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
@@ -42,6 +46,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         kind: p.KindFilter = None,
         source: p.SourceFilter = None,
         source_prefix: p.SourcePrefix = None,
+        document: p.DocumentFilter = None,
+        version: p.VersionFilter = None,
         tags_all: p.TagsAll = None,
         tags_any: p.TagsAny = None,
         include_superseded: p.IncludeSuperseded = False,
@@ -57,6 +63,10 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         pinned_hashes: p.Pins = None,
         diversify: p.Diversify = False,
         selected_text: p.Selected = None,
+        group_by: Annotated[
+            Literal["document"] | None,
+            Field(description="document: one hit per document (its best chunk) with its other chunks' ids."),
+        ] = None,
     ) -> SearchOut:
         """Find stored entries relevant to a question, in any language, by meaning and by words.
 
@@ -67,13 +77,13 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         entries another live entry supersedes are left out unless include_expired /
         include_superseded. No relevance floor unless min_relevance is given.
         """
-        from pgrecall.services.retrieval import retrieval_request
+        from pgrecall.services.retrieval import group_by_document, retrieval_request
 
         with observe(metrics, "search") as call:
             request = retrieval_request(
                 query,
                 selected_text=selected_text,
-                top_k=top_k,
+                top_k=MAX_TOP_K if group_by else top_k,
                 pinned_hashes=pinned_hashes,
                 diversify=diversify,
                 mode=mode,
@@ -84,6 +94,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 kind=kind,
                 source=source,
                 source_prefix=source_prefix,
+                document=document,
+                version=version,
                 tags_all=tags_all,
                 tags_any=tags_any,
                 include_superseded=include_superseded,
@@ -103,6 +115,12 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 mode=mode, hits=len(result.items), degraded=result.degraded, status=result.status
             )
             timings = timings_out(result.timings, call.elapsed_ms())
+
+            def slots(items: "list[Ranked]") -> "list[tuple[Ranked, list[Ranked] | None]]":
+                if group_by is None:
+                    return [(r, None) for r in items]
+                return [(best, list(more)) for best, more in group_by_document(items, top_k)]
+
             return SearchOut(
                 status=result.status,
                 request_id=call.request_id,
@@ -110,7 +128,9 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 degraded_reason=result.degraded_reason,
                 used=result.used,
                 selection_ignored=result.selection_ignored,
-                hits=[hit_out(i, r, explain) for i, r in enumerate(result.items, start=1)],
+                hits=[
+                    hit_out(i, r, explain, more) for i, (r, more) in enumerate(slots(result.items), start=1)
+                ],
                 below_relevance=result.below_relevance,
                 fusion=result.fusion,
                 fusion_weights=result.fusion_weights,
@@ -129,6 +149,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         kind: p.KindFilter = None,
         source: p.SourceFilter = None,
         source_prefix: p.SourcePrefix = None,
+        document: p.DocumentFilter = None,
+        version: p.VersionFilter = None,
         tags_all: p.TagsAll = None,
         tags_any: p.TagsAny = None,
         include_superseded: p.IncludeSuperseded = False,
@@ -182,6 +204,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 kind=kind,
                 source=source,
                 source_prefix=source_prefix,
+                document=document,
+                version=version,
                 tags_all=tags_all,
                 tags_any=tags_any,
                 include_superseded=include_superseded,

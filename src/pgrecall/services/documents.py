@@ -31,6 +31,7 @@ from pgrecall.domain.validation import (
     check_source,
     check_tags,
     check_title,
+    check_version,
     parse_id,
 )
 from pgrecall.embeddings.base import EmbeddingError
@@ -41,7 +42,6 @@ from pgrecall.store.documents import DocumentDraft, DocumentStore
 log = logging.getLogger(__name__)
 
 CHUNK_KIND = "chunk"
-MAX_VERSION_CHARS = 100
 _EMBED_BATCH = 16
 # Sampled for language detection: enough words to be sure, cheap to detect.
 _DETECT_SAMPLE_CHARS = 4000
@@ -89,16 +89,6 @@ class Section:
 
     path: list[str]
     chunks: list[Entry]
-
-
-def check_version(version: str | None) -> str | None:
-    """A version label: up to MAX_VERSION_CHARS printable characters, or None."""
-    if version is None or not version.strip():
-        return None
-    clean = version.strip()
-    if len(clean) > MAX_VERSION_CHARS or not clean.isprintable():
-        raise InvalidInputError("version", f"at most {MAX_VERSION_CHARS} printable characters")
-    return clean
 
 
 def source_of(path: Path) -> str:

@@ -86,6 +86,14 @@ class Ranked:
     pinned: bool
 
 
+def group_by_document(items: Sequence[Ranked], top_k: int) -> list[tuple[Ranked, list[Ranked]]]:
+    """One slot per document (its best chunk first, then its other chunks in rank order); notes stay."""
+    groups: dict[object, list[Ranked]] = {}
+    for ranked in items:
+        groups.setdefault(ranked.entry.document_id or ranked.entry.id, []).append(ranked)
+    return [(members[0], members[1:]) for members in groups.values()][:top_k]
+
+
 @dataclass
 class Retrieved:
     """What retrieve() returns."""

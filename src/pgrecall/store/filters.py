@@ -28,6 +28,9 @@ FILTER_SQL: dict[str, str] = {
     "created_before": "e.created_at < %(f_created_before)s",
     "updated_after": "e.updated_at >= %(f_updated_after)s",
     "updated_before": "e.updated_at < %(f_updated_before)s",
+    "document": "e.document_id = %(f_document)s::uuid",
+    "version": "e.document_id IN (SELECT d.id FROM documents d WHERE d.owner = %(owner)s "
+    "AND d.version_label = %(f_version)s)",
 }
 
 # What is current (migration 0009), joined in unless the caller includes such entries. Not
