@@ -234,3 +234,63 @@ def test_a_passage_of_a_long_note_is_found_as_if_stored_alone(settings: Settings
         assert again is not None and again.ingested.status == "unchanged"
         # A short text stays one entry.
         assert app.documents.long_note("together", "A short note.") is None
+
+
+def _encrypted_pdf(path: Path) -> None:
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(width=200, height=200)
+    writer.encrypt(user_password="secret", owner_password="owner")
+    with path.open("wb") as fh:
+        writer.write(fh)
+
+
+def test_bad_files_get_one_line_each_and_the_rest_goes_in(app: App, tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "good.md").write_bytes(handbook(SECTIONS))
+    _encrypted_pdf(folder / "locked.pdf")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\nthis is not really a pdf\n")
+    with (folder / "huge.txt").open("wb") as fh:
+        fh.truncate(200 * 1024 * 1024)  # sparse: 200 MB by its size, nothing read
+    (folder / "vanishing.txt").write_text("It will be gone before it is read.\n")
+    outcomes = {}
+    for outcome in app.documents.ingest_paths(OWNER, [folder]):
+        outcomes[outcome.path.name] = outcome
+        if outcome.path.name == "broken.pdf":
+            (folder / "vanishing.txt").unlink()  # listed, then removed mid-ingest
+    assert outcomes["good.md"].ingested is not None
+    assert "encrypted" in (outcomes["locked.pdf"].error or "")
+    assert outcomes["broken.pdf"].error
+    assert "exceeds" in (outcomes["huge.txt"].error or "")
+    assert "No such file" in (outcomes["vanishing.txt"].error or "")
+    assert all("\n" not in (o.error or "") for o in outcomes.values())
+
+
+def test_a_failed_write_leaves_no_half_written_document(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pgrecall.store.documents import DocumentWriter
+
+    real_insert = DocumentWriter.insert
+
+    def insert_then_fail(self: DocumentWriter, chunks: Any) -> Any:
+        real_insert(self, chunks)  # the chunks are written inside the transaction…
+        raise RuntimeError("the connection dropped")  # …which then fails
+
+    monkeypatch.setattr(DocumentWriter, "insert", insert_then_fail)
+    with pytest.raises(RuntimeError):
+        app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md")
+    monkeypatch.undo()
+    assert app.documents.list(OWNER, include_deleted=True) == []
+    assert app.entries.stats(OWNER).entries == 0
+
+
+def test_two_ingests_of_one_source_at_once_write_it_once(app: App) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    data = handbook(SECTIONS)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: app.documents.ingest(OWNER, data, source="same.md"), range(2)))
+    assert sorted(r.status for r in results) == ["created", "unchanged"]
+    [document] = app.documents.list(OWNER)
+    assert app.entries.stats(OWNER).entries == document.chunk_count
