@@ -30,6 +30,18 @@ ENGLISH = [
     "Winter tyres go on the car in October and come off in April.",
     "The lake is frozen from January to March; skating is allowed near the jetty.",
 ]
+LAKE_HANDBOOK = """# Lake house
+
+The house by the lake sleeps six; the keys hang in the box by the door, the code is in the
+booking mail. Firewood is in the shed behind the house, and the boat stays in its shed from
+November to April. Rubbish goes to the bins by the road on Tuesday evenings.
+
+## Winter
+
+### Skating
+
+Skate near the jetty only when the ice thickness is at least ten centimetres; measure it first.
+"""
 HOSTILE_TITLE = '<img src=x onerror="alert(1)">Hostile<script>alert(2)</script>'
 
 
@@ -133,6 +145,15 @@ async def test_a_person_signs_in_searches_edits_deletes_and_restores(
             assert not driver.find_elements(By.CSS_SELECTOR, "main img, main script, #entry-body a")
             driver.get(f"{base}/ui/entries")
             assert _no_alert(driver) and HOSTILE_TITLE in _text(driver, "#entries")
+
+            # A document chunk found by search shows its section path; its link opens the outline.
+            await call(mcp, "ingest_document", source="lake.md", text=LAKE_HANDBOOK)
+            driver.get(f"{base}/ui/search?q=jetty+ice+thickness+centimetres")
+            place = driver.find_element(By.CSS_SELECTOR, "li.hit .place")
+            assert place.text == "Lake house › Winter › Skating"
+            _go(driver, place.find_element(By.CSS_SELECTOR, "a.hit-document"))
+            sections = [h.text for h in driver.find_elements(By.CSS_SELECTOR, "#outline .section-path")]
+            assert sections == ["Lake house", "Lake house › Winter › Skating"]
 
             # Signing out: the page is refused again.
             _go(driver, driver.find_element(By.ID, "signout"))

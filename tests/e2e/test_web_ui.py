@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from pgrecall.app import App
 from pgrecall.config import Settings
 from tests.helpers.mcp_calls import call
 from tests.helpers.subprocess_server import free_port, run_pgrecall, running_http_server, server_env
@@ -24,6 +25,24 @@ pytestmark = pytest.mark.anyio
 HOSTILE_TITLE = '<script>alert("t")</script><img src=x onerror=alert(1)>'
 HOSTILE_TEXT = 'Click <a href="javascript:alert(2)">here</a> <script>alert(3)</script> & "quotes"'
 HOSTILE_TAG = "<b>bold</b>"
+
+
+HANDBOOK = b"""# Deploy handbook
+
+How deploys are done here, in order: who may start one, which checks must pass first, how a
+release is rolled back when it misbehaves, and what to watch on the dashboards afterwards. Read it
+once before your first deploy and again whenever a step below has changed since you last did one.
+
+## Releases
+
+### Rollback
+
+To roll back a release, run the zebrafish command on the build host and wait for the green light.
+
+## Monitoring
+
+Dashboards show latency and errors; page the on-call person when the error rate doubles.
+"""
 
 
 def _token(env: dict[str, str], owner: str) -> str:
@@ -325,3 +344,105 @@ async def test_the_entry_page_says_how_its_language_was_chosen(
             assert re.search(r"german.*detected from the text \(confidence [01]\.\d\d\)", how), how
             assert "simple" in line(short["id"]) and "too short" in line(short["id"])
             assert "recognised as ja" in line(japanese["id"])
+
+
+async def test_documents_list_outline_search_path_delete_restore_and_owners(
+    token_env: dict[str, str], settings: Settings, tmp_path: Path
+) -> None:
+    alice, bob = _token(token_env, "alice"), _token(token_env, "bob")
+    # Ingested in this process (the services the CLI and the tools use); vectors stay pending,
+    # so search finds the chunk by its words.
+    with App(settings, embedder=None) as app:
+        handbook = app.documents.ingest(
+            "alice", HANDBOOK, source="/docs/ops/deploy.md", version="v1"
+        ).document
+        app.documents.ingest("alice", HANDBOOK.replace(b"zebrafish", b"okapi"), source="/docs/ops/deploy.md")
+        for i in range(26):
+            app.documents.ingest("alice", f"Note {i} on the rota.".encode(), source=f"/notes/{i:02}.txt")
+    doc_id = str(handbook.id)
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        with ui_client(base) as anonymous:
+            for path in ("/ui/documents", f"/ui/documents/{doc_id}"):
+                assert anonymous.get(path).headers["location"] == "/ui/signin", path
+        with ui_client(base) as ui:
+            sign_in_with_token(ui, alice)
+            # The list: the navigation links it; filters by source prefix and version; pages.
+            listed = ui.get("/ui/documents")
+            assert (
+                listed.status_code == 200
+                and '<a href="/ui/documents" class="here">Documents</a>' in listed.text
+            )
+            assert listed.headers["x-frame-options"] == "DENY"
+            assert listed.text.count('class="document-link"') == 25
+            next_url = re.search(r'href="([^"]+)" id="next-page"', listed.text)
+            assert next_url is not None
+            second = ui.get(next_url.group(1).replace("&amp;", "&"))
+            assert second.text.count('class="document-link"') == 3 and 'id="next-page"' not in second.text
+            ops = ui.get("/ui/documents", params={"source_prefix": "/docs/"}).text
+            assert ops.count('class="document-link"') == 2 and "Deploy handbook" in ops
+            v1 = ui.get("/ui/documents", params={"version": "v1"}).text
+            assert v1.count('class="document-link"') == 1 and f'href="/ui/documents/{doc_id}"' in v1
+            assert ">v1</td>" in v1
+            for params, field in (({"offset": "-1"}, "offset"), ({"version": "v" * 200}, "version")):
+                response = ui.get("/ui/documents", params=params)
+                assert response.status_code == 400 and f"{field}:" in response.text, params
+            assert ui.get("/ui/documents/not-an-id").status_code in (400, 404)
+
+            # The document page: metadata and the outline, sections in document order with chunks.
+            page = ui.get(f"/ui/documents/{doc_id}")
+            assert page.status_code == 200 and 'id="document-title">Deploy handbook' in page.text
+            assert "/docs/ops/deploy.md" in page.text and 'id="document-version">v1<' in page.text
+            sections = re.findall(r'<h3 class="section-path">(.*?)</h3>', page.text)
+            assert sections == [
+                "Deploy handbook",
+                "Deploy handbook › Releases › Rollback",
+                "Deploy handbook › Monitoring",
+            ]
+            ordinals = [int(n) for n in re.findall(r'data-ordinal="(\d+)"', page.text)]
+            assert ordinals == sorted(ordinals) and len(ordinals) == handbook.chunk_count
+            chunk_ids = re.findall(r'class="chunk-link" href="/ui/entry/([0-9a-f-]+)"', page.text)
+            assert len(chunk_ids) == len(ordinals) and 'class="chunk-hash" title="sha256:' in page.text
+            assert "zebrafish command" in page.text
+            # A chunk's entry page links back to its document, with its section path.
+            rollback = ui.get(f"/ui/entry/{chunk_ids[1]}").text
+            assert f'<a href="/ui/documents/{doc_id}">Deploy handbook</a> › Releases › Rollback' in rollback
+
+            # Search: the hit shows "document › section › subsection", the document linked.
+            found = ui.get("/ui/search", params={"q": "zebrafish rollback"}).text
+            linked = f'class="hit-document" href="/ui/documents/{doc_id}">Deploy handbook</a>'
+            place = f"{linked} › Releases › Rollback"
+            assert place in found
+
+            # Delete and restore: the CSRF token of the session, as on the entry pages.
+            csrf = hidden_fields(page.text)["csrf"]
+            assert ui.post(f"/ui/documents/{doc_id}/delete").status_code == 403
+            assert ui.post(f"/ui/documents/{doc_id}/delete", data={"csrf": "forged"}).status_code == 403
+            foreign = ui.post(
+                f"/ui/documents/{doc_id}/delete",
+                data={"csrf": csrf},
+                headers={"Origin": "http://evil.example"},
+            )
+            assert foreign.status_code == 403
+            assert 'id="deleted-badge"' not in ui.get(f"/ui/documents/{doc_id}").text
+            deleted = ui.post(f"/ui/documents/{doc_id}/delete", data={"csrf": csrf})
+            assert deleted.status_code == 303 and deleted.headers["location"] == f"/ui/documents/{doc_id}"
+            gone = ui.get(f"/ui/documents/{doc_id}").text
+            assert 'id="deleted-badge"' in gone and 'id="restore"' in gone and 'id="outline"' not in gone
+            assert ui.get("/ui/documents", params={"version": "v1"}).text.count('class="document-link"') == 0
+            with_deleted = ui.get("/ui/documents", params={"version": "v1", "deleted": "1"}).text
+            assert with_deleted.count('class="document-link"') == 1
+            assert place not in ui.get("/ui/search", params={"q": "zebrafish rollback"}).text
+            assert ui.post(f"/ui/documents/{doc_id}/restore", data={"csrf": csrf}).status_code == 303
+            restored = ui.get(f"/ui/documents/{doc_id}").text
+            assert 'id="deleted-badge"' not in restored
+            assert re.findall(r'class="chunk-link" href="/ui/entry/([0-9a-f-]+)"', restored) == chunk_ids
+        with ui_client(base) as as_bob:
+            sign_in_with_token(as_bob, bob)
+            assert as_bob.get(f"/ui/documents/{doc_id}").status_code == 404
+            assert as_bob.get("/ui/documents").text.count('class="document-link"') == 0
+            assert as_bob.get(f"/ui/entry/{chunk_ids[0]}").status_code == 404
+            bob_csrf = hidden_fields(as_bob.get("/ui/documents").text)["csrf"]
+            assert as_bob.post(f"/ui/documents/{doc_id}/delete", data={"csrf": bob_csrf}).status_code == 404
+            assert "Deploy handbook" not in as_bob.get("/ui/search", params={"q": "zebrafish rollback"}).text
+    with App(settings, embedder=None) as app:
+        assert not app.documents.get("alice", doc_id).deleted

@@ -103,10 +103,15 @@ def plan_chunks(old: Sequence[StoredChunk], new: Sequence[ChunkDraft]) -> ChunkP
     return plan
 
 
-def chunk_title(document_title: str | None, section_path: Sequence[str]) -> str | None:
-    """A chunk's title: its document's title and section path, so words and meaning see its context."""
+def place_parts(document_title: str | None, section_path: Sequence[str]) -> list[str]:
+    """Where a chunk sits, outermost first: its document's title, then its section path."""
     parts = [p for p in (document_title, *section_path) if p]
     # The first section is often the document's own title (its H1): say it once.
     if len(parts) > 1 and parts[0] == parts[1]:
         parts = parts[1:]
-    return SECTION_SEPARATOR.join(parts) or None
+    return parts
+
+
+def chunk_title(document_title: str | None, section_path: Sequence[str]) -> str | None:
+    """A chunk's title: its document's title and section path, so words and meaning see its context."""
+    return SECTION_SEPARATOR.join(place_parts(document_title, section_path)) or None

@@ -1,4 +1,4 @@
-"""The requests that change something: sign in and out, edit, delete, restore.
+"""The requests that change something: sign in and out, edit, delete, restore (entries, documents).
 
 Every change is a POST carrying the session's CSRF token in the form; the owner is always the
 session's (from the token it signed in with), never a form field.
@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from pgrecall.errors import InvalidInputError
 from pgrecall.web.forms import entry_edit
-from pgrecall.web.pages import show_entry
+from pgrecall.web.pages import show_document, show_entry
 from pgrecall.web.security import (
     SESSION_COOKIE,
     SIGNIN_COOKIE,
@@ -155,3 +155,31 @@ async def delete(ui: Ui, request: Request, session: Session) -> Response:
 async def restore(ui: Ui, request: Request, session: Session) -> Response:
     """Restore a soft-deleted entry."""
     return await _change(ui, request, session, "restore")
+
+
+async def _change_document(ui: Ui, request: Request, session: Session, action: str) -> Response:
+    form = await request.form()
+    if not same_token(form.get("csrf"), session.csrf):
+        log.warning("ui change refused: missing or wrong CSRF token")
+        return ui.error(request, session, 403, "The form is stale or was not sent by this page; reload it.")
+    change = ui.app.documents.delete if action == "delete" else ui.app.documents.restore
+    try:
+        changed = await ui.call(change, session.owner, request.path_params["document_id"])
+    except PageError as exc:
+        if exc.status in (400, 404):
+            return ui.error(request, session, exc.status, exc.message)
+        return await show_document(ui, request, session, status=exc.status, message=exc.message)
+    # The stored id, not the path's text: only a canonical UUID goes into the Location header.
+    return redirect(f"/ui/documents/{changed.id}")
+
+
+@signed_in
+async def delete_document(ui: Ui, request: Request, session: Session) -> Response:
+    """Soft-delete a document with its chunks (restorable)."""
+    return await _change_document(ui, request, session, "delete")
+
+
+@signed_in
+async def restore_document(ui: Ui, request: Request, session: Session) -> Response:
+    """Restore a soft-deleted document and the chunks its delete took."""
+    return await _change_document(ui, request, session, "restore")

@@ -14,6 +14,7 @@ MODES = ("hybrid", "vector", "lexical")
 LIST_PAGE_SIZE = 25
 SEARCH_TOP_K = 10
 _MAX_FIELD_CHARS = 2000
+_MAX_OFFSET = 1_000_000
 
 
 def _text(params: Mapping[str, Any], name: str) -> str | None:
@@ -71,6 +72,31 @@ def list_query(params: Mapping[str, Any]) -> ListQuery:
         include_deleted=deleted,
     )
     return ListQuery(filters, _text(params, "cursor"), echo)
+
+
+@dataclass(frozen=True)
+class DocumentListQuery:
+    """The documents page's filters and position, and the same as query-string pairs for links."""
+
+    source_prefix: str | None
+    version: str | None
+    include_deleted: bool
+    offset: int
+    echo: dict[str, str] = field(default_factory=dict)
+
+
+def document_list_query(params: Mapping[str, Any]) -> DocumentListQuery:
+    """The documents filters from a query string (source_prefix, version, deleted, offset)."""
+    echo = {k: v for k in ("source_prefix", "version") if (v := _text(params, k))}
+    deleted = params.get("deleted") == "1"
+    if deleted:
+        echo["deleted"] = "1"
+    raw_offset = _text(params, "offset") or "0"
+    if not raw_offset.isdigit() or int(raw_offset) > _MAX_OFFSET:
+        raise InvalidInputError("offset", f"a whole number from 0 to {_MAX_OFFSET}")
+    return DocumentListQuery(
+        _text(params, "source_prefix"), _text(params, "version"), deleted, int(raw_offset), echo
+    )
 
 
 @dataclass(frozen=True)

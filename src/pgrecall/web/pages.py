@@ -1,4 +1,4 @@
-"""The pages that show: dashboard, list, search with explained scores, one entry."""
+"""The pages that show: dashboard, list, search with explained scores, one entry, documents."""
 
 from __future__ import annotations
 
@@ -9,12 +9,21 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pgrecall.domain.documents import SECTION_SEPARATOR, place_parts
 from pgrecall.domain.entries import Entry
 from pgrecall.domain.text import snippet
 from pgrecall.services.highlight import Piece
 from pgrecall.services.retrieval import Ranked, RetrievalRequest
-from pgrecall.services.search import ScoreBreakdown, SearchOptions
-from pgrecall.web.forms import LIST_PAGE_SIZE, MODES, SEARCH_TOP_K, EntryEdit, list_query, search_query
+from pgrecall.services.search import DocumentPlace, ScoreBreakdown, SearchOptions
+from pgrecall.web.forms import (
+    LIST_PAGE_SIZE,
+    MODES,
+    SEARCH_TOP_K,
+    EntryEdit,
+    document_list_query,
+    list_query,
+    search_query,
+)
 from pgrecall.web.sessions import Session
 from pgrecall.web.ui import Ui, signed_in
 
@@ -33,6 +42,15 @@ class ShownHit:
     vector_px: int
     lexical_px: int
     recency_px: int
+    place: DocumentPlace | None  # the document chunk's place, for a hit that is one
+    trail: str  # the sections after the document's title, each after a separator
+
+
+def section_trail(document_title: str | None, section_path: list[str]) -> str:
+    """The sections shown after a document's title (linked apart), each after the separator."""
+    parts = place_parts(document_title, section_path)
+    sections = parts[1:] if document_title else parts
+    return "".join(SECTION_SEPARATOR + part for part in sections)
 
 
 def _shown_hits(items: list[Ranked], highlighted: list[list[Piece]]) -> list[ShownHit]:
@@ -47,6 +65,7 @@ def _shown_hits(items: list[Ranked], highlighted: list[list[Piece]]) -> list[Sho
     shown = []
     for rank, (ranked, pieces) in enumerate(zip(items, highlighted, strict=True), start=1):
         b = ranked.hit.breakdown if ranked.hit is not None else None
+        place = ranked.hit.document if ranked.hit is not None else None
         shown.append(
             ShownHit(
                 rank=rank,
@@ -56,6 +75,8 @@ def _shown_hits(items: list[Ranked], highlighted: list[list[Piece]]) -> list[Sho
                 vector_px=px(b.vector_share) if b else 0,
                 lexical_px=px(b.lexical_share) if b else 0,
                 recency_px=px(b.recency) if b else 0,
+                place=place,
+                trail=section_trail(place.title, place.section_path) if place else "",
             )
         )
     return shown
@@ -174,6 +195,11 @@ async def show_entry(
     older, newer = await ui.call(ui.app.entries.chain, session.owner, entry.id)
     related = [] if entry.deleted else await ui.call(ui.app.links.related, session.owner, entry.id)
     kept = ui.app.entries.as_kept(entry)
+    document = (
+        await ui.call(ui.app.documents.get, session.owner, entry.document_id, include_deleted=True)
+        if entry.document_id is not None
+        else None
+    )
     return ui.render(
         "entry.html",
         request,
@@ -190,7 +216,64 @@ async def show_entry(
         languages=ui.app.catalog.supported_codes(),
         vector_pending=kept.vector_pending,
         draft=draft,
+        document=document,
+        trail=section_trail(document.title, entry.section_path or []) if document else "",
     )
 
 
 entry_page = signed_in(show_entry)
+
+
+@signed_in
+async def document_list(ui: Ui, request: Request, session: Session) -> Response:
+    """Documents by source and version, with filters and paging."""
+    asked = document_list_query(request.query_params)
+    # One more than a page: whether a next page exists without counting them all.
+    found = await ui.call(
+        ui.app.documents.list,
+        session.owner,
+        source_prefix=asked.source_prefix,
+        version=asked.version,
+        include_deleted=asked.include_deleted,
+        limit=LIST_PAGE_SIZE + 1,
+        offset=asked.offset,
+    )
+    next_offset = str(asked.offset + LIST_PAGE_SIZE)
+    return ui.render(
+        "documents.html",
+        request,
+        session,
+        documents=found[:LIST_PAGE_SIZE],
+        asked=asked.echo,
+        next_url=f"/ui/documents?{urlencode(asked.echo | {'offset': next_offset})}"
+        if len(found) > LIST_PAGE_SIZE
+        else None,
+        first_url=f"/ui/documents?{urlencode(asked.echo)}" if asked.offset else None,
+    )
+
+
+async def show_document(
+    ui: Ui, request: Request, session: Session, *, status: int = 200, message: str | None = None
+) -> Response:
+    """One document: its metadata and its outline (sections in order, each with its chunks)."""
+    owner = session.owner
+    document = await ui.call(
+        ui.app.documents.get, owner, request.path_params["document_id"], include_deleted=True
+    )
+    # A deleted document's chunks went with it: there is no outline to show until it is restored.
+    sections = [] if document.deleted else (await ui.call(ui.app.documents.outline, owner, document.id))[1]
+    return ui.render(
+        "document.html",
+        request,
+        session,
+        status=status,
+        message=message,
+        document=document,
+        sections=sections,
+        metadata=json.dumps(document.metadata, ensure_ascii=False, indent=2, sort_keys=True),
+        separator=SECTION_SEPARATOR,
+        snippet=snippet,
+    )
+
+
+document_page = signed_in(show_document)

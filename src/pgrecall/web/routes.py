@@ -22,6 +22,8 @@ _GET: dict[str, Handler] = {
     "/ui/entries": pages.entry_list,
     "/ui/search": pages.search_page,
     "/ui/entry/{entry_id}": pages.entry_page,
+    "/ui/documents": pages.document_list,
+    "/ui/documents/{document_id}": pages.document_page,
     "/ui/signin": actions.signin_form,
     "/ui/signin/once": actions.signin_once,
 }
@@ -31,6 +33,8 @@ _POST: dict[str, Handler] = {
     "/ui/entry/{entry_id}/edit": actions.edit,
     "/ui/entry/{entry_id}/delete": actions.delete,
     "/ui/entry/{entry_id}/restore": actions.restore,
+    "/ui/documents/{document_id}/delete": actions.delete_document,
+    "/ui/documents/{document_id}/restore": actions.restore_document,
 }
 STYLESHEET = files("pgrecall.web").joinpath("static", "ui.css").read_bytes()
 
