@@ -133,7 +133,7 @@ def test_folder_ingest_skips_unchanged_files_and_reports_bad_ones(app: App, tmp_
     assert all(o.skipped or o.error for o in again)
     (folder / "sub" / "b.txt").unlink()
     gone = [o for o in app.documents.ingest_paths(OWNER, [folder]) if o.path.name == "b.txt"]
-    assert gone and gone[0].ingested is not None and gone[0].ingested.document.deleted
+    assert gone and gone[0].gone is not None and gone[0].gone.deleted
 
 
 def test_migration_down_and_up_on_a_populated_database(app: App, db_url: str) -> None:

@@ -52,10 +52,10 @@ def _line(outcome: FileOutcome) -> str:
         return f"{outcome.path}: {outcome.error}"
     if outcome.skipped:
         return f"{outcome.path}: unchanged (size and mtime)"
+    if outcome.gone is not None:
+        return f"{outcome.path}: gone, its document soft-deleted ({short_id(str(outcome.gone.id))})"
     done = outcome.ingested
     assert done is not None
-    if done.document.deleted:
-        return f"{outcome.path}: gone, its document soft-deleted ({short_id(str(done.document.id))})"
     return (
         f"{outcome.path}: {done.status}, {done.written} chunks written, {done.kept} kept, "
         f"{done.removed} removed ({short_id(str(done.document.id))})"

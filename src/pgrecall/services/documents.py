@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pgrecall.chunking import DocumentError, chunk, detect_format, parse
 from pgrecall.config import Settings
-from pgrecall.domain.documents import ChunkDraft, Document, StoredChunk, chunk_title, plan_chunks
+from pgrecall.domain.documents import ChunkDraft, Document, chunk_title, plan_chunks
 from pgrecall.domain.entries import Entry, NewEntry, embedding_text
 from pgrecall.domain.language import Resolved
 from pgrecall.domain.text import content_hash
@@ -81,6 +81,7 @@ class FileOutcome:
     ingested: Ingested | None = None
     skipped: bool = False  # unchanged size and mtime: not read again
     error: str | None = None
+    gone: Document | None = None  # the file left its folder: its document, now soft-deleted
 
 
 @dataclass(frozen=True)
@@ -162,16 +163,10 @@ class DocumentService:
         )
         # Embed outside the transaction (no lock held while the model runs): what the stored
         # document lacks now is, but for a concurrent ingest, what the transaction will insert.
-        before = self._current(owner, clean_source, clean_version)
-        fresh = plan_chunks(before, drafts) if before is not None else None
-        to_embed = [d for d, _ in fresh.insert] if fresh is not None else drafts
+        _, before = self.store.live(owner, clean_source, clean_version)
+        to_embed = [d for d, _ in plan_chunks(before, drafts).insert]
         vectors = self._embed(doc_title, to_embed, progress)
         return self._write(owner, draft, drafts, resolved, vectors, check_tags(tags))
-
-    def _current(self, owner: str, source: str, version: str | None) -> list[StoredChunk] | None:
-        with self.store.writing(owner, source, version) as writer:
-            live = writer.live(source, version)
-            return writer.current_chunks(live.id) if live is not None else None
 
     def _embed(
         self, doc_title: str | None, drafts: Sequence[ChunkDraft], progress: Progress | None
@@ -352,8 +347,7 @@ class DocumentService:
     def _unchanged_file(
         self, owner: str, source: str, version: str | None, size: int, mtime: datetime
     ) -> bool:
-        with self.store.writing(owner, source, version) as writer:
-            live = writer.live(source, version)
+        live, _ = self.store.live(owner, source, version)
         return live is not None and live.size_bytes == size and live.mtime == mtime
 
     def files(
@@ -413,10 +407,7 @@ class DocumentService:
                 prefix = source_of(root).rstrip(os.sep) + os.sep
                 for document in self.store.live_under(owner, prefix):
                     if document.source not in present and (document.version_label or None) == version:
-                        gone = self.store.delete(owner, document.id)
-                        yield FileOutcome(
-                            Path(document.source), ingested=Ingested(gone, "updated", 0, 0, 0, 0, 0)
-                        )
+                        yield FileOutcome(Path(document.source), gone=self.store.delete(owner, document.id))
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -267,6 +267,13 @@ class DocumentStore:
             conn.execute(SQL_LOCK_SOURCE, {"owner": owner, "source": source, "version": version})
             yield DocumentWriter(conn, owner)
 
+    def live(self, owner: str, source: str, version: str | None) -> tuple[Document | None, list[StoredChunk]]:
+        """The live document of a source and version and its current chunks (a plain read, no lock)."""
+        with owner_transaction(self.pool, owner) as conn:
+            reader = DocumentWriter(conn, owner)
+            document = reader.live(source, version)
+            return document, reader.current_chunks(document.id) if document is not None else []
+
     def get(self, owner: str, document_id: uuid.UUID, *, include_deleted: bool = False) -> Document:
         """One document by id."""
         with owner_transaction(self.pool, owner) as conn:
