@@ -294,3 +294,13 @@ def test_two_ingests_of_one_source_at_once_write_it_once(app: App) -> None:
     assert sorted(r.status for r in results) == ["created", "unchanged"]
     [document] = app.documents.list(OWNER)
     assert app.entries.stats(OWNER).entries == document.chunk_count
+
+
+def test_a_new_title_alone_retitles_the_chunks_and_keeps_their_ids(app: App) -> None:
+    first = app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md", title="Handbook")
+    before = {c.id: c.content_hash for c in app.documents.store.chunks(OWNER, first.document.id)}
+    again = app.documents.ingest(OWNER, handbook(SECTIONS), source="handbook.md", title="Operations guide")
+    assert (again.status, again.written) == ("updated", 0)
+    chunks = app.documents.store.chunks(OWNER, first.document.id)
+    assert {c.id: c.content_hash for c in chunks} == before
+    assert all((c.title or "").startswith("Operations guide") for c in chunks)

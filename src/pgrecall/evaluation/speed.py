@@ -20,6 +20,7 @@ import platform
 import random
 import statistics
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from pgrecall.evaluation.speed_sql import SQL_ANCHOR, SQL_EXACT
 from pgrecall.store import search as store
 
 COPY_BATCH = 5000
+CHUNKS_PER_DOCUMENT = 20
 FILTER_TAG = "sel1"
 HNSW_INDEX = "entries_embedding_hnsw_384"
 
@@ -70,12 +72,24 @@ def load_store(url: str, docs: Sequence[corpus.Doc], vectors: np.ndarray, seed: 
         hnsw_ddl = str(row[0])
         conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(HNSW_INDEX)))
         started = time.perf_counter()
+        # Every entry is a chunk: CHUNKS_PER_DOCUMENT consecutive texts make one document, as an
+        # ingested manual would, so the statement joins documents as it does for real chunks.
+        documents = [
+            uuid.UUID(int=rng.getrandbits(128), version=4) for _ in range(0, len(docs), CHUNKS_PER_DOCUMENT)
+        ]
+        with (
+            conn.transaction(),
+            conn.cursor().copy("COPY documents (id, source, title, format, content_hash) FROM STDIN") as copy,
+        ):
+            for j, ident in enumerate(documents):
+                first = docs[j * CHUNKS_PER_DOCUMENT]
+                copy.write_row((ident, f"bench:{j}", first.title or None, "text", content_hash(first.key)))
         for lo in range(0, len(docs), COPY_BATCH):
             with (
                 conn.transaction(),
                 conn.cursor().copy(
                     "COPY entries (title, body, tags, language, content_hash, embedding, embedding_model, "
-                    "embedding_dim, kind, source) FROM STDIN"
+                    "embedding_dim, kind, source, document_id, ordinal, section_path) FROM STDIN"
                 ) as copy,
             ):
                 for i in range(lo, min(lo + COPY_BATCH, len(docs))):
@@ -92,8 +106,11 @@ def load_store(url: str, docs: Sequence[corpus.Doc], vectors: np.ndarray, seed: 
                             np.asarray(vectors[i], dtype=np.float32),
                             model,
                             384,
-                            "doc",
+                            "chunk",
                             doc.key,
+                            documents[i // CHUNKS_PER_DOCUMENT],
+                            i % CHUNKS_PER_DOCUMENT,
+                            [doc.title] if doc.title else [],
                         )
                     )
         copy_s = time.perf_counter() - started
@@ -101,6 +118,7 @@ def load_store(url: str, docs: Sequence[corpus.Doc], vectors: np.ndarray, seed: 
         conn.execute(sql.SQL(hnsw_ddl))
         index_s = time.perf_counter() - started
         conn.execute("VACUUM ANALYZE entries")
+        conn.execute("VACUUM ANALYZE documents")
         size = conn.execute("SELECT pg_total_relation_size('entries') AS b").fetchone()
     return {
         "copy_seconds": round(copy_s, 1),

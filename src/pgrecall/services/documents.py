@@ -205,12 +205,14 @@ class DocumentService:
         with self.store.writing(owner, draft.source, draft.version) as writer:
             live = writer.live(draft.source, draft.version)
             plan = plan_chunks(writer.current_chunks(live.id) if live is not None else [], drafts)
-            if live is not None and live.content_hash == draft.content_hash and plan.unchanged:
+            same = live is not None and (live.content_hash, live.title) == (draft.content_hash, draft.title)
+            if live is not None and same and plan.unchanged:
                 writer.set_fingerprint(live.id, draft.size_bytes, draft.mtime)
                 return Ingested(live, "unchanged", 0, len(plan.keep), 0, 0, 0, resolved)
             document = writer.save(live.id if live is not None else None, draft)
+            retitled = live is not None and live.title != draft.title
             for old, new in plan.keep:
-                if old.ordinal != new.ordinal or old.section_path != new.section_path:
+                if retitled or old.ordinal != new.ordinal or old.section_path != new.section_path:
                     writer.place(
                         old.id, new.ordinal, new.section_path, chunk_title(draft.title, new.section_path)
                     )
