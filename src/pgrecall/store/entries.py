@@ -23,8 +23,7 @@ from pgrecall.store.entries_sql import (
     SQL_BY_IDEMPOTENCY_KEY,
     SQL_COUNT_BY,
     SQL_GET,
-    SQL_IDS_ENDING,
-    SQL_IDS_IN_RANGE,
+    SQL_IDS_MATCHING,
     SQL_INSERT,
     SQL_LIST,
     SQL_MANY,
@@ -148,33 +147,21 @@ class EntryStore:
             raise NotFoundError(f"id: no entry {entry_id}" + ("" if row is None else " (it is deleted)"))
         return _entry(row)
 
-    def ids_in_range(
-        self, owner: str, low: uuid.UUID, high: uuid.UUID, *, include_deleted: bool, limit: int
+    def ids_matching(
+        self, owner: str, digits: str, *, include_deleted: bool, limit: int
     ) -> builtins.list[uuid.UUID]:
-        """Up to `limit` ids of this owner between low and high (inclusive), in id order."""
+        """Up to `limit` ids of this owner whose hex digits start or end with `digits`, in id order."""
         params = {
             "owner": owner,
-            "low": low,
-            "high": high,
+            "low": uuid.UUID(digits.ljust(32, "0")),
+            "high": uuid.UUID(digits.ljust(32, "f")),
+            "suffix": digits,
+            "n": len(digits),
             "include_deleted": include_deleted,
             "limit": limit,
         }
         with owner_transaction(self.pool, owner) as conn:
-            return [r["id"] for r in conn.execute(SQL_IDS_IN_RANGE, params).fetchall()]
-
-    def ids_ending(
-        self, owner: str, suffix: str, *, include_deleted: bool, limit: int
-    ) -> builtins.list[uuid.UUID]:
-        """Up to `limit` ids of this owner whose hex digits end with `suffix`, in id order."""
-        params = {
-            "owner": owner,
-            "suffix": suffix,
-            "n": len(suffix),
-            "include_deleted": include_deleted,
-            "limit": limit,
-        }
-        with owner_transaction(self.pool, owner) as conn:
-            return [r["id"] for r in conn.execute(SQL_IDS_ENDING, params).fetchall()]
+            return [r["id"] for r in conn.execute(SQL_IDS_MATCHING, params).fetchall()]
 
     def find(self, owner: str, entry_id: uuid.UUID) -> Entry | None:
         """The entry, deleted or not, or None."""
