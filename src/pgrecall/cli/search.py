@@ -60,6 +60,8 @@ def _result_json(result: Retrieved, explain: bool) -> dict[str, Any]:
         "selection_ignored": result.selection_ignored,
         "hits": [_hit_json(i, r, explain) for i, r in enumerate(result.items, start=1)],
         "missing_pins": result.missing_pins,
+        "fusion": result.fusion,
+        "fusion_weights": result.fusion_weights,
         "timings": result.timings,
     }
 

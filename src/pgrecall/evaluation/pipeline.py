@@ -161,9 +161,9 @@ def evaluate(
         assert app.pool is not None
         server = _server_facts(app)
         tuning = app.search.tuning
-        # Convex fusion needs the model's cosine scale; a server measures it in the background on
-        # its first search, an evaluation measures it first so that every query fuses the same way.
-        scale = app.search.warm_scale(wait=True)
+        # Convex fusion needs the model's cosine scale (a constant for the bundled models, measured
+        # once for an HTTP one): reported with the run.
+        scale = app.search.model_scale()
         deep = runner.depth_service(scoped, app.pool, app.catalog, active, tuning)
         for system in systems:
             runs[system] = runner.run_mode(system, app.search, deep, OWNER, clipped, loaded.beir_of, progress)

@@ -103,8 +103,8 @@ class SearchOut(BaseModel):
     below_relevance: int = Field(description="Hits left out by min_relevance.")
     fusion: str = Field(
         description="How the branches were merged: convex (weighted cosine on the model's scale + "
-        "relative BM25) or rrf (Reciprocal Rank Fusion: without a query vector, before the model's "
-        "scale is measured, or when configured)."
+        "relative BM25) or rrf (Reciprocal Rank Fusion: without a query vector, when an http model's "
+        "scale could not be measured, or when configured)."
     )
     fusion_weights: dict[str, float] | None = Field(
         description="Convex fusion's weights of the vector and lexical parts; null in rrf."

@@ -148,7 +148,11 @@ class SearchService:
         self.catalog = catalog
         self.embedder = embedder
         self.tuning = tuning or Tuning()
-        self.scales = ScaleCache(settings.home / "cache" / "calibration")
+        # A model without a shipped scale (an HTTP endpoint) is measured once, within the bound of
+        # one embedding call, and kept in the home.
+        self.scales = ScaleCache(
+            settings.home / "cache" / "calibration", timeout_s=settings.embedding_total_timeout_s
+        )
 
     def check(self, options: SearchOptions) -> SearchOptions:
         """Options with mode, filters and cosine floor validated (language resolved to its regconfig)."""
@@ -213,7 +217,7 @@ class SearchService:
         )
         # The model's scale is for a question against passages: not for a passage's own vector
         # (the near-duplicate lookup), whose cosines to other passages run higher.
-        model_scale = self._model_scale() if vector is not None and query_vector is None else None
+        model_scale = self.model_scale() if vector is not None and query_vector is None else None
         if model_scale is not None:
             params = replace(params, cos_scale=(model_scale.unrelated, model_scale.related))
         fusion = params.fusion_used()
@@ -281,12 +285,9 @@ class SearchService:
             return self.embedder.embed_owner_queries(owner, [query])[0]
         return self.embedder.embed_queries([query])[0]
 
-    def _model_scale(self) -> ModelScale | None:
-        return self.scales.get(self.embedder, wait=False) if self.embedder is not None else None
-
-    def warm_scale(self, *, wait: bool = False) -> ModelScale | None:
-        """Measure the embedder's cosine scale now (`wait`) or in the background, if not known yet."""
-        return self.scales.get(self.embedder, wait=wait) if self.embedder is not None else None
+    def model_scale(self) -> ModelScale | None:
+        """The embedder's cosine scale (measured now if it is neither bundled nor kept); None without."""
+        return self.scales.get(self.embedder) if self.embedder is not None else None
 
     @staticmethod
     def _hit(row: SearchRow, scale: BranchScale, model_scale: ModelScale | None) -> SearchHit:
