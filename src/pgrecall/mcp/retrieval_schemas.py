@@ -109,6 +109,10 @@ class SearchOut(BaseModel):
     fusion_weights: dict[str, float] | None = Field(
         description="Convex fusion's weights of the vector and lexical parts; null in rrf."
     )
+    embedder_wait_ms: float | None = Field(
+        description="Milliseconds this search waited for the embedder to finish loading (a cold start); "
+        "null when it was ready."
+    )
     missing_pins: list[str] = Field(description="Pinned hashes that match no live entry (not an error).")
     timings: dict[str, float] = Field(
         description="Milliseconds: sql_ms (database), search_ms (embedding the query plus database), "
