@@ -216,10 +216,16 @@ class EntryStore:
         return _entry(row)
 
     def soft_delete(self, owner: str, entry_id: uuid.UUID) -> Entry:
-        """Mark deleted (restorable); NotFoundError if absent or already deleted."""
+        """Mark deleted (restorable); NotFoundError if absent or already deleted (saying which)."""
         with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_SOFT_DELETE, {"owner": owner, "id": entry_id}).fetchone()
+            if row is None:
+                gone = conn.execute(SQL_GET, {"owner": owner, "id": entry_id}).fetchone()
         if row is None:
+            if gone is not None:
+                raise NotFoundError(
+                    f"id: no live entry {entry_id}: it is already deleted (restore brings it back)"
+                )
             raise NotFoundError(f"id: no live entry {entry_id}")
         return _entry(row)
 
