@@ -7,12 +7,15 @@ does, UUIDv7) and their last 8, so both ends can be ambiguous on purpose.
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from mcp import Client
 from mcp.types import TextResourceContents
 
+from pgrecall.domain.entries import NewEntry
 from pgrecall.mcp.runtime import Runtime
+from pgrecall.store.entries_sql import SQL_IDS_MATCHING
 from pgrecall.store.scope import owner_transaction
 from tests.helpers.mcp_calls import call, call_error
 
@@ -68,3 +71,30 @@ async def test_an_ambiguous_or_short_part_is_one_line_naming_the_field(
     assert "\n" not in short and "id:" in short and "at least 8 hex digits" in short
     unknown = await call_error(client, "get_entry", id="0badc0de")
     assert "no entry" in unknown
+
+
+async def test_both_ends_of_an_id_are_found_through_an_index(runtime: Runtime, client: Client) -> None:
+    from pgrecall.store.entries import _tail
+
+    await _two_entries(runtime, client)
+    # Enough entries that reading all of the owner's ids would cost the planner more than the index.
+    runtime.app.store.insert_many(
+        runtime.app.settings.owner,
+        [
+            NewEntry(body=f"filler {i}", content_hash=f"sha256:{i:064x}", language="simple")
+            for i in range(3000)
+        ],
+    )
+    digits = "aadeadbeef"
+    params = {
+        "owner": runtime.app.settings.owner,
+        "low": uuid.UUID(digits.ljust(32, "0")),
+        "high": uuid.UUID(digits.ljust(32, "f")),
+        "tail": _tail(digits),
+        "tail_end": _tail(digits) + "~",
+        "include_deleted": True,
+        "limit": 6,
+    }
+    with owner_transaction(runtime.app.pool, runtime.app.settings.owner) as conn:
+        plan = "\n".join(r["QUERY PLAN"] for r in conn.execute("EXPLAIN " + SQL_IDS_MATCHING, params))
+    assert "entries_pkey" in plan and "entries_id_tail" in plan, plan

@@ -94,6 +94,14 @@ def _insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
     }
 
 
+def _tail(digits: str) -> str:
+    """The id text that ends with these hex digits (dashes where a UUID has them), reversed."""
+    # The canonical text puts dashes before the last 12, 16, 20 and 24 digits.
+    dashes = sum(1 for boundary in (12, 16, 20, 24) if boundary < len(digits))
+    text = str(uuid.UUID(digits.rjust(32, "0")))
+    return text[-(len(digits) + dashes) :][::-1]
+
+
 class EntryStore:
     """Entry persistence over a psycopg connection pool."""
 
@@ -155,8 +163,8 @@ class EntryStore:
             "owner": owner,
             "low": uuid.UUID(digits.ljust(32, "0")),
             "high": uuid.UUID(digits.ljust(32, "f")),
-            "suffix": digits,
-            "n": len(digits),
+            "tail": _tail(digits),
+            "tail_end": _tail(digits) + "~",
             "include_deleted": include_deleted,
             "limit": limit,
         }

@@ -166,8 +166,9 @@ ORDER BY 1, 2
 # the (owner, id) primary key answers it with a range scan (LIKE over id::text would scan them all).
 # Ids given by a part (what the CLI and the web page show, or a prefix): one statement. Ids that
 # start with the part are a range of the (owner, id) primary key; ids that end with it (the random
-# end of a UUIDv7, which is what the front ends show) have no index, so that arm scans the owner's
-# rows, stopping at `limit` matches; a full UUID never comes here.
+# end of a UUIDv7, which is what the front ends show) are a range of the id's text reversed, in
+# the "C" collation (index entries_id_tail, migration 0015): `tail` is the part's text reversed,
+# `tail_end` the same followed by '~', which sorts after every hex digit and the dash.
 SQL_IDS_MATCHING = """
 (SELECT id FROM entries
  WHERE owner = %(owner)s AND id BETWEEN %(low)s::uuid AND %(high)s::uuid
@@ -176,7 +177,8 @@ SQL_IDS_MATCHING = """
  LIMIT %(limit)s)
 UNION
 (SELECT id FROM entries
- WHERE owner = %(owner)s AND right(replace(id::text, '-', ''), %(n)s) = %(suffix)s
+ WHERE owner = %(owner)s
+   AND reverse(id::text) COLLATE "C" >= %(tail)s AND reverse(id::text) COLLATE "C" < %(tail_end)s
    AND (%(include_deleted)s OR deleted_at IS NULL)
  ORDER BY id
  LIMIT %(limit)s)
