@@ -72,7 +72,7 @@ def candidates(settings: Settings, path: Path, embedder: Embedder) -> tuple[dict
     out: dict[str, list[Candidate]] = {}
     with loaded_store(settings, dataset, embedder, progress=False) as (app, scoped, loaded):
         assert app.pool is not None
-        scale = app.search.warm_scale(wait=True)
+        scale = app.search.model_scale()
         assert scale is not None, "the model's cosine scale could not be measured"
         service = SearchService(scoped, app.pool, app.catalog, CachedQueryEmbedder(embedder), tuning=Tuning())
         # Statement LIMIT 100 ≥ 50 + 50: every candidate of both branches comes back.

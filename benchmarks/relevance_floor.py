@@ -75,7 +75,6 @@ def measure(settings: Settings, name: str, floors: Sequence[float], foreign: str
     per_floor: dict[str, Any] = {}
     with loaded_store(settings, dataset, embedder) as (app, _, loaded):
         beir_of: Mapping[str, str] = loaded.beir_of
-        app.search.warm_scale(wait=True)  # searches never wait for it; here every one has it
         curve: list[tuple[float, float]] = []
         for floor in floors:
             started = time.perf_counter()

@@ -126,7 +126,7 @@ class App:
             self.tokens = TokenService(self.pool)
             self.highlighter = Highlighter(self.pool)
             self.activity = ActivityService(ActivityStore(self.pool))
-            self.links = LinkService(LinkStore(self.pool))
+            self.links = LinkService(LinkStore(self.pool), self.store)
             self.maintenance = Maintenance(
                 self.store, RedetectStore(self.pool), self._maintenance_embedder, self.detector
             )

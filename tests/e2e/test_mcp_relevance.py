@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 def _scale_known(runtime: Runtime) -> None:
     # A search never waits for the model's scale (it is measured in the background); these
     # tests are about searches that have it.
-    assert runtime.app.search.warm_scale(wait=True) is not None
+    assert runtime.app.search.model_scale() is not None
 
 
 ON_TOPIC = [

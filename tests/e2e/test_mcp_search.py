@@ -56,7 +56,7 @@ async def test_explain_breakdown_and_request_id(client: Client) -> None:
     assert abs(top["score"] - b["fused"]) < 1e-9
     assert abs(b["lexical_rrf"] - 1 / 61) < 1e-12
     assert abs(b["vector_rrf"] - 1 / (60 + b["vector_rank"])) < 1e-12
-    # Convex once the model's scale is known (measured in the background), rrf before.
+    # Convex from the first search (the bundled model's scale is a constant).
     assert result["fusion"] in {"convex", "rrf"}
     assert len(result["request_id"]) == 32 and set(result["timings"]) >= {"total_ms", "sql_ms"}
 
@@ -111,7 +111,7 @@ async def test_search_bad_input(client: Client, arguments: dict[str, object], ex
 async def test_convex_fusion_weighs_the_model_scale_and_relative_bm25(runtime: Runtime) -> None:
     from pgrecall.mcp.server import create_server
 
-    scale = runtime.app.search.warm_scale(wait=True)
+    scale = runtime.app.search.model_scale()
     assert scale is not None
     async with Client(create_server(runtime)) as client:
         await _load(client)
@@ -139,7 +139,7 @@ async def test_convex_fusion_weighs_the_model_scale_and_relative_bm25(runtime: R
 async def test_rrf_stays_available_by_configuration(runtime: Runtime) -> None:
     from pgrecall.mcp.server import create_server
 
-    assert runtime.app.search.warm_scale(wait=True) is not None
+    assert runtime.app.search.model_scale() is not None
     search = runtime.app.search
     search.settings = search.settings.model_copy(update={"fusion": "rrf"})
     async with Client(create_server(runtime)) as client:

@@ -446,3 +446,24 @@ async def test_documents_list_outline_search_path_delete_restore_and_owners(
             assert "Deploy handbook" not in as_bob.get("/ui/search", params={"q": "zebrafish rollback"}).text
     with App(settings, embedder=None) as app:
         assert not app.documents.get("alice", doc_id).deleted
+
+
+async def test_the_entry_page_takes_the_short_id(token_env: dict[str, str], tmp_path: Path) -> None:
+    alice, bob = _token(token_env, "alice"), _token(token_env, "bob")
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        async with _mcp(f"{base}/mcp", alice) as mcp:
+            added = await call(mcp, "add_entry", text="The deploy runs on Fridays.", title="Deploys")
+        short = added["id"][-8:]  # what the CLI shows
+        with ui_client(base) as ui:
+            sign_in_with_token(ui, alice)
+            page = ui.get(f"/ui/entry/{short}")
+            assert page.status_code == 200 and added["id"] in page.text
+            fields = hidden_fields(page.text)
+            deleted = ui.post(f"/ui/entry/{short}/delete", data={"csrf": fields["csrf"]})
+            # The change lands on the entry, and the page it leads to names it by its whole id.
+            assert deleted.status_code == 303 and deleted.headers["location"] == f"/ui/entry/{added['id']}"
+            too_short = ui.get(f"/ui/entry/{short[-6:]}")
+            assert too_short.status_code == 400 and "at least 8 hex digits" in too_short.text
+        with ui_client(base) as as_bob:
+            sign_in_with_token(as_bob, bob)
+            assert as_bob.get(f"/ui/entry/{short}").status_code == 404  # another owner's id is no one's

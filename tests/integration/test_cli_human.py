@@ -183,12 +183,16 @@ def test_ids_by_a_unique_start_or_end(env: dict[str, str], stored: dict[str, dic
     assert "hex digits" in _one_line_failure(env, "get", "not-an-id")
     # delete and restore take a part too; restore finds the deleted entry.
     assert _ok(env, "delete", lake[-6:]).strip() == f"deleted {lake}"
+    assert "already deleted" in _one_line_failure(env, "delete", lake[-6:])
     assert _ok(env, "restore", lake[-6:]).strip() == f"restored {lake}"
 
 
 def test_search_takes_the_search_tool_options(
     env: dict[str, str], stored: dict[str, dict[str, object]]
 ) -> None:
+    unknown = _one_line_failure(env, "search", "backup", "--language", "xx")
+    # A filter detects nothing: leaving it out searches every language.
+    assert "unknown language 'xx'" in unknown and "detect" not in unknown and "every language" in unknown
     backup = str(stored["backup"]["id"])
     query = ("search", "backup billing winter", "--mode", "lexical")
     assert [h["id"] for h in json.loads(_ok(env, *query, "--tag", "ops"))["hits"]] == [backup]

@@ -115,6 +115,15 @@ def test_second_run_embeds_nothing(user_db: str, tmp_path: Path) -> None:
         assert conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == 30
 
 
+def test_lexical_only_embeds_nothing(user_db: str, tmp_path: Path) -> None:
+    run, _ = _run_cli(user_db, tmp_path, "--modes", "lexical", "--limit-queries", "2")
+    # A fresh home, so an empty vector cache: nothing was embedded, nothing read from it.
+    assert run["load"]["embedded"] == 0 and run["load"]["cached"] == 0 and run["load"]["loaded"] == 30
+    assert list(run["results"]) == ["lexical", "bm25s"]
+    assert run["results"]["lexical"]["degraded_queries"] == 0
+    assert run["results"]["lexical"]["metrics"]["nDCG@10"] > 0
+
+
 def test_failure_mid_run_drops_the_database(
     settings: Settings, pg_server: EmbeddedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

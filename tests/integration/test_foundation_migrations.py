@@ -212,3 +212,16 @@ def test_migrate_cli_reports_unreachable_database(tmp_path: Path) -> None:
     result = _cli("migrate", "current", url=f"postgresql://nobody@/none?host={tmp_path}")
     assert result.returncode == 1
     assert result.stderr.startswith("pgrecall: cannot connect to PostgreSQL")
+
+
+def _has_index(url: str, name: str) -> bool:
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", (name,)).fetchone() is not None
+
+
+def test_the_id_tail_index_comes_and_goes(empty_db_url: str) -> None:
+    url = empty_db_url
+    schema.upgrade(url, "0016_id_tail_index")
+    assert _has_index(url, "entries_id_tail")
+    schema.downgrade(url, "0015_documents")
+    assert not _has_index(url, "entries_id_tail")

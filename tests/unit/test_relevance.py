@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pgrecall.domain.relevance import BranchScale, relevance
-from pgrecall.embeddings.calibration import PAIRS, ModelScale, ScaleCache
+from pgrecall.embeddings.calibration import BUNDLED, PAIRS, ModelScale, ScaleCache
 
 SCALE = BranchScale(vector_candidates=50, best_cos=0.90, mid_cos=0.80, best_lex=12.0)
 
@@ -97,13 +97,29 @@ def test_a_failing_embedder_leaves_the_search_without_a_scale(tmp_path: Path) ->
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_search_never_waits_for_the_scale(tmp_path: Path) -> None:
-    toy = _Counting("toy:bg")
-    cache = ScaleCache(tmp_path)
-    assert cache.get(toy, wait=False) is None  # measured in the background meanwhile
-    for _ in range(1000):  # bounded: the toy measures in microseconds
-        found = cache.get(toy, wait=False)
-        if found is not None:
-            break
-        threading.Event().wait(0.01)
-    assert found is not None and toy.calls == 2
+def test_a_search_measures_an_unknown_model_at_once_within_a_bound(tmp_path: Path) -> None:
+    toy = _Counting("toy:first")
+    assert ScaleCache(tmp_path).get(toy) is not None and toy.calls == 2  # the first search has it
+
+    release = threading.Event()
+
+    class Stuck(_Counting):
+        def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+            release.wait()  # a passage lane busy with someone's long text
+            return super().embed_queries(texts)
+
+    stuck = Stuck("toy:stuck")
+    cache = ScaleCache(tmp_path, timeout_s=0.05)
+    try:
+        assert cache.get(stuck) is None  # past the bound: this search fuses by rrf
+        assert cache.get(stuck) is None and stuck.calls == 0  # not asked again at once
+    finally:
+        release.set()
+    assert not (tmp_path / "toy_stuck.json").exists()  # a late answer is used by no one
+
+
+def test_the_bundled_models_scales_are_constants(tmp_path: Path) -> None:
+    for model, scale in BUNDLED.items():
+        toy = _Counting(model)
+        assert ScaleCache(tmp_path).get(toy) == scale and toy.calls == 0
+    assert list(tmp_path.iterdir()) == []

@@ -286,7 +286,9 @@ def delete(entry_id: IdArgument) -> None:
     with open_app(with_embedder=False) as opened:
         owner = opened.settings.owner
         try:
-            entry = opened.entries.delete(owner, opened.entries.resolve_id(owner, entry_id))
+            # Deleted entries too: deleting one again says so instead of "no entry".
+            ident = opened.entries.resolve_id(owner, entry_id, include_deleted=True)
+            entry = opened.entries.delete(owner, ident)
         except PgrecallError as exc:
             fail(str(exc))
     typer.echo(f"deleted {entry.id}")

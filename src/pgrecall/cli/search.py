@@ -63,6 +63,9 @@ def _result_json(result: Retrieved, explain: bool) -> dict[str, Any]:
         "selection_ignored": result.selection_ignored,
         "hits": [_hit_json(i, r, explain) for i, r in enumerate(result.items, start=1)],
         "missing_pins": result.missing_pins,
+        "fusion": result.fusion,
+        "fusion_weights": result.fusion_weights,
+        "embedder_wait_ms": result.embedder_wait_ms,
         "timings": result.timings,
     }
 
@@ -73,6 +76,9 @@ def _render(data: dict[str, Any]) -> str:
         lines.append(output.hits_table(data["hits"]))
     else:
         lines.append("no entries stored yet" if data["status"] == "empty_store" else "no matches")
+    if data["embedder_wait_ms"] is not None:
+        waited = data["embedder_wait_ms"] / 1000
+        lines.append(f"note: waited {waited:.1f} s for the embedding model to load")
     if data["degraded"]:
         lines.append(f"note: degraded search ({data['degraded_reason']})")
     if data["selection_ignored"]:

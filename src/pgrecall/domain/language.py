@@ -139,8 +139,13 @@ class LanguageCatalog:
         """ISO codes a caller may pass, sorted."""
         return sorted(self.codes)
 
-    def resolve_explicit(self, value: str, field: str = "language") -> Resolved:
-        """An ISO 639-1 code (or a config name, or 'simple') → regconfig; unknown → InvalidInputError."""
+    def resolve_explicit(
+        self, value: str, field: str = "language", *, omitted: str = "detect the language"
+    ) -> Resolved:
+        """An ISO 639-1 code (or a config name, or 'simple') → regconfig; unknown → InvalidInputError.
+
+        `omitted`: what leaving the field out does, for the error (a filter does not detect).
+        """
         key = value.strip().lower()
         if key in self.codes:
             return Resolved(self.codes[key], key, "explicit")
@@ -151,7 +156,7 @@ class LanguageCatalog:
         raise InvalidInputError(
             field,
             f"unknown language {value!r}; use an ISO 639-1 code among {', '.join(self.supported_codes())} "
-            "or 'simple' (no stemming), or omit it to detect the language",
+            f"or 'simple' (no stemming), or omit it to {omitted}",
         )
 
     def resolve_for_entry(self, value: str) -> Resolved:

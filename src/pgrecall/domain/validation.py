@@ -336,7 +336,11 @@ def check_filters(filters: EntryFilters, catalog: LanguageCatalog) -> EntryFilte
         kind=check_kind(filters.kind) if filters.kind is not None else None,
         source=check_source(filters.source),
         source_prefix=check_source(filters.source_prefix, "source_prefix"),
-        language=catalog.resolve_explicit(language).regconfig if language and language.strip() else None,
+        language=(
+            catalog.resolve_explicit(language, omitted="match every language").regconfig
+            if language and language.strip()
+            else None
+        ),
         tags_all=check_tags(filters.tags_all, "tags_all") or None,
         tags_any=check_tags(filters.tags_any, "tags_any") or None,
         document=str(parse_id(filters.document, "document")) if filters.document else None,

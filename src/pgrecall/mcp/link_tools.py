@@ -24,8 +24,12 @@ Relation = Annotated[
         max_length=80,
     ),
 ]
-FromId = Annotated[str, Field(description="Id of the entry the link starts from (UUID).", max_length=64)]
-ToId = Annotated[str, Field(description="Id of the entry the link points to (UUID).", max_length=64)]
+FromId = Annotated[
+    str, Field(description="Id of the entry the link starts from (UUID or ≥ 8 hex digits).", max_length=64)
+]
+ToId = Annotated[
+    str, Field(description="Id of the entry the link points to (UUID or ≥ 8 hex digits).", max_length=64)
+]
 
 
 class LinkOut(BaseModel):

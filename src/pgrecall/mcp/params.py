@@ -71,7 +71,9 @@ MODE_DOC = (
     "lexical (exact words: names, codes, identifiers)."
 )
 
-EntryId = Annotated[str, Field(description="Entry id (UUID), e.g. from search or list_entries.")]
+EntryId = Annotated[
+    str, Field(description="Entry id (UUID, or ≥ 8 hex digits of its start or end), e.g. from search.")
+]
 Title = Annotated[str | None, Field(description=f"Short title (≤ {MAX_TITLE_CHARS} characters).")]
 Tags = Annotated[
     list[str] | None,

@@ -122,11 +122,15 @@ class SearchOut(BaseModel):
     below_relevance: int = Field(description="Hits left out by min_relevance.")
     fusion: str = Field(
         description="How the branches were merged: convex (weighted cosine on the model's scale + "
-        "relative BM25) or rrf (Reciprocal Rank Fusion: without a query vector, before the model's "
-        "scale is measured, or when configured)."
+        "relative BM25) or rrf (Reciprocal Rank Fusion: without a query vector, when an http model's "
+        "scale could not be measured, or when configured)."
     )
     fusion_weights: dict[str, float] | None = Field(
         description="Convex fusion's weights of the vector and lexical parts; null in rrf."
+    )
+    embedder_wait_ms: float | None = Field(
+        description="Milliseconds this search waited for the embedder to finish loading (a cold start); "
+        "null when it was ready."
     )
     missing_pins: list[str] = Field(description="Pinned hashes that match no live entry (not an error).")
     timings: dict[str, float] = Field(

@@ -134,6 +134,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 below_relevance=result.below_relevance,
                 fusion=result.fusion,
                 fusion_weights=result.fusion_weights,
+                embedder_wait_ms=result.embedder_wait_ms,
                 missing_pins=result.missing_pins,
                 timings=timings,
             )

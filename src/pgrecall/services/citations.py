@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pgrecall.domain.text import content_hash
-from pgrecall.domain.validation import MAX_CITATIONS, check_hash, parse_id
-from pgrecall.errors import InvalidInputError
+from pgrecall.domain.validation import MAX_CITATIONS, check_hash
+from pgrecall.errors import InvalidInputError, NotFoundError
+from pgrecall.services.ids import resolve_id
 from pgrecall.store.entries import EntryStore
 
 CitationStatus = Literal["valid", "changed", "deleted", "missing"]
@@ -42,12 +43,21 @@ def verify(
     """Check (label, id, content_hash) triples; an id-less citation is looked up by its hash."""
     if len(citations) > MAX_CITATIONS:
         raise InvalidInputError("citations", f"at most {MAX_CITATIONS} per call, got {len(citations)}")
-    parsed: list[tuple[str | None, uuid.UUID | None, str]] = []
+    parsed: list[tuple[str | None, uuid.UUID | str | None, str]] = []
     for i, (label, raw_id, raw_hash) in enumerate(citations):
-        ident = parse_id(raw_id, f"citations[{i}].id") if raw_id else None
-        parsed.append((label, ident, check_hash(raw_hash, f"citations[{i}].content_hash")))
+        cited = check_hash(raw_hash, f"citations[{i}].content_hash")
+        ident: uuid.UUID | str | None = None
+        if raw_id:
+            try:
+                ident = resolve_id(store, owner, raw_id, field=f"citations[{i}].id")
+            except NotFoundError:
+                ident = raw_id.strip()  # a part of no entry's id: missing, as an unknown UUID is
+        parsed.append((label, ident, cited))
     out: list[CitationCheck] = []
     for label, ident, cited in parsed:
+        if isinstance(ident, str):
+            out.append(CitationCheck(label, ident, cited, "missing", None))
+            continue
         if ident is None:
             matches = store.by_hash(owner, cited, 1)
             if not matches:

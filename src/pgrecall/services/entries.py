@@ -34,31 +34,16 @@ from pgrecall.domain.validation import (
     check_source,
     check_tags,
     check_title,
-    parse_id,
 )
 from pgrecall.embeddings.base import Embedder, EmbeddingError
 from pgrecall.errors import InvalidInputError, NotFoundError
+from pgrecall.services.ids import MIN_TYPED_PART, resolve_id
 from pgrecall.store.currency import CurrencyStore
 from pgrecall.store.entries import EntryStore
 
 log = logging.getLogger(__name__)
 
 _UNSET: Any = object()
-# Shortest id part accepted: 4 hex digits (16 bits, git's minimum too). Shorter ones match too
-# much to be worth typing; a part that still matches several entries is refused, never guessed.
-MIN_ID_PART = 4
-_SHOWN_CANDIDATES = 5
-_HEX = frozenset("0123456789abcdef")
-
-
-def id_digits(given: str) -> str:
-    """The hex digits of a partial id (dashes dropped), or InvalidInputError."""
-    digits = given.strip().replace("-", "").lower()
-    if not digits or not set(digits) <= _HEX or len(digits) > 32:
-        raise InvalidInputError("id", f"must be a UUID or a part of one (hex digits), got {given[:60]!r}")
-    if len(digits) < MIN_ID_PART:
-        raise InvalidInputError("id", f"{given!r} is too short: give at least {MIN_ID_PART} hex digits")
-    return digits
 
 
 @dataclass(frozen=True)
@@ -190,34 +175,15 @@ class EntryService:
         return vector_pending(entry, self.embedder.model if self.embedder is not None else None)
 
     def resolve_id(self, owner: str, given: str, *, include_deleted: bool = False) -> uuid.UUID:
-        """The one entry whose id starts or ends with `given` (a full UUID is taken as it is).
+        """The one entry whose id is `given` or starts or ends with it, typed by hand (4 digits on)."""
+        return resolve_id(self.store, owner, given, include_deleted=include_deleted, minimum=MIN_TYPED_PART)
 
-        Ids are UUIDv7: their first 12 digits are the creation millisecond, shared by everything
-        written within a minute for 8 digits, so the CLI shows the random end and both ends match.
-        """
-        try:
-            return uuid.UUID(given.strip())
-        except ValueError:
-            pass
-        digits = id_digits(given)
-        low, high = uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
-        room = _SHOWN_CANDIDATES + 1
-        found = self.store.ids_in_range(owner, low, high, include_deleted=include_deleted, limit=room)
-        ending = self.store.ids_ending(owner, digits, include_deleted=include_deleted, limit=room)
-        found = sorted(set(found) | set(ending))
-        if not found:
-            raise NotFoundError(f"id: no entry whose id starts or ends with {given.strip()}")
-        if len(found) > 1:
-            shown = ", ".join(str(i) for i in found[:_SHOWN_CANDIDATES])
-            more = ", …" if len(found) > _SHOWN_CANDIDATES else ""
-            raise InvalidInputError(
-                "id", f"{given.strip()!r} matches several entries ({shown}{more}); give more digits"
-            )
-        return found[0]
+    def _id(self, owner: str, given: str | uuid.UUID, field: str = "id") -> uuid.UUID:
+        return resolve_id(self.store, owner, given, field=field)
 
     def get(self, owner: str, entry_id: str | uuid.UUID, *, include_deleted: bool = False) -> Entry:
         """One entry by id."""
-        return self.store.get(owner, parse_id(entry_id), include_deleted=include_deleted)
+        return self.store.get(owner, self._id(owner, entry_id), include_deleted=include_deleted)
 
     def update(
         self,
@@ -240,7 +206,7 @@ class EntryService:
         Without `language`, an entry keeps its language, except one stored as 'simple'
         whose text changes: that one is detected again.
         """
-        ident = parse_id(entry_id)
+        ident = self._id(owner, entry_id)
         current = self.store.get(owner, ident)
         set_expiry = expires_at is not _UNSET
         expiry = None
@@ -292,7 +258,7 @@ class EntryService:
         self, owner: str, value: str | uuid.UUID, *, entry_id: uuid.UUID | None = None
     ) -> uuid.UUID:
         """The id an entry may supersede: the owner's (deleted ones too), not itself, no loop."""
-        target = parse_id(value, "supersedes")
+        target = self._id(owner, value, "supersedes")
         if target == entry_id:
             raise InvalidInputError("supersedes", "an entry cannot supersede itself")
         try:
@@ -309,16 +275,16 @@ class EntryService:
 
     def chain(self, owner: str, entry_id: str | uuid.UUID) -> tuple[list[ChainLink], list[ChainLink]]:
         """The entries this one supersedes and those that supersede it, nearest first."""
-        ident = parse_id(entry_id)
+        ident = self._id(owner, entry_id)
         return self.chains.replaced(owner, ident), self.chains.replaced_by(owner, ident)
 
     def delete(self, owner: str, entry_id: str | uuid.UUID) -> Entry:
         """Soft delete (restorable)."""
-        return self.store.soft_delete(owner, parse_id(entry_id))
+        return self.store.soft_delete(owner, self._id(owner, entry_id))
 
     def restore(self, owner: str, entry_id: str | uuid.UUID) -> Entry:
         """Undo a soft delete."""
-        return self.store.restore(owner, parse_id(entry_id))
+        return self.store.restore(owner, self._id(owner, entry_id))
 
     def list(self, owner: str, filters: EntryFilters, *, limit: int = 20, cursor: str | None = None) -> Page:
         """A page of entries, newest first."""

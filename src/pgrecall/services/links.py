@@ -15,16 +15,22 @@ from pgrecall.domain.links import (
     check_relation,
 )
 from pgrecall.domain.text import snippet
-from pgrecall.domain.validation import check_limit, parse_id
+from pgrecall.domain.validation import check_limit
 from pgrecall.errors import InvalidInputError, NotFoundError
+from pgrecall.services.ids import resolve_id
+from pgrecall.store.entries import EntryStore
 from pgrecall.store.links import LinkStore, Neighbour
 
 
 class LinkService:
     """Typed, directed links between one owner's entries."""
 
-    def __init__(self, store: LinkStore) -> None:
+    def __init__(self, store: LinkStore, entries: EntryStore) -> None:
         self.store = store
+        self.entries = entries
+
+    def _id(self, owner: str, given: str | uuid.UUID, field: str = "id") -> uuid.UUID:
+        return resolve_id(self.entries, owner, given, field=field)
 
     def _ends(self, owner: str, from_id: uuid.UUID, to_id: uuid.UUID, *, live: bool) -> None:
         found = self.store.ends(owner, [from_id, to_id])
@@ -38,7 +44,7 @@ class LinkService:
         self, owner: str, from_id: str, to_id: str, relation: str, note: str | None = None
     ) -> tuple[Link, bool]:
         """Link from_id → to_id with `relation`; True when the link is new (a repeat keeps one)."""
-        source, target = parse_id(from_id, "from_id"), parse_id(to_id, "to_id")
+        source, target = self._id(owner, from_id, "from_id"), self._id(owner, to_id, "to_id")
         if source == target:
             raise InvalidInputError("to_id", "an entry cannot link to itself")
         token = check_relation(relation)
@@ -48,7 +54,7 @@ class LinkService:
 
     def unlink(self, owner: str, from_id: str, to_id: str, relation: str | None = None) -> list[str]:
         """Remove the links from_id → to_id (one relation, or every one); the relations removed."""
-        source, target = parse_id(from_id, "from_id"), parse_id(to_id, "to_id")
+        source, target = self._id(owner, from_id, "from_id"), self._id(owner, to_id, "to_id")
         token = check_relation(relation) if relation is not None else None
         self._ends(owner, source, target, live=False)
         return self.store.unlink(owner, source, target, token)
@@ -64,7 +70,7 @@ class LinkService:
         limit: int = 50,
     ) -> list[Related]:
         """Live entries linked to the entry, nearest first (depth 2: their neighbours too)."""
-        origin = parse_id(entry_id)
+        origin = self._id(owner, entry_id)
         token = check_relation(relation) if relation is not None else None
         way: Direction = check_direction(direction)
         levels = check_depth(depth)

@@ -109,6 +109,8 @@ class Retrieved:
     below_relevance: int = 0  # hits the relevance floor left out (summed over the searches)
     fusion: str = "rrf"  # how the search(es) fused their branches ("convex+rrf" when they differed)
     fusion_weights: dict[str, float] | None = None
+    # How long the search(es) waited for a loading embedder (cold start); None: it was ready.
+    embedder_wait_ms: float | None = None
 
 
 def selection_text(selected_text: str | None) -> tuple[str | None, str | None]:
@@ -215,6 +217,7 @@ class RetrievalService:
             below_relevance=sum(r.below_relevance for r in results),
             fusion="+".join(dict.fromkeys(r.fusion for r in results)),
             fusion_weights=next((r.fusion_weights for r in results if r.fusion_weights), None),
+            embedder_wait_ms=_waited(results),
             timings={
                 "embed_ms": round(sum(r.timings.embed_ms or 0.0 for r in results), 3),
                 "sql_ms": round(sum(r.timings.sql_ms for r in results), 3),
@@ -222,6 +225,11 @@ class RetrievalService:
                 "query_terms": float(first.query_terms),
             },
         )
+
+
+def _waited(results: list[SearchResult]) -> float | None:
+    waits = [r.timings.embedder_wait_ms for r in results if r.timings.embedder_wait_ms is not None]
+    return round(sum(waits), 3) if waits else None
 
 
 def _fuse(results: list[SearchResult]) -> list[SearchHit]:

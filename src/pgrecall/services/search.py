@@ -119,6 +119,8 @@ class SearchTimings:
     embed_ms: float | None
     sql_ms: float
     total_ms: float
+    # How long this search waited for a loading embedder (cold start); None: it was ready.
+    embedder_wait_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,11 @@ class SearchService:
         self.catalog = catalog
         self.embedder = embedder
         self.tuning = tuning or Tuning()
-        self.scales = ScaleCache(settings.home / "cache" / "calibration")
+        # A model without a shipped scale (an HTTP endpoint) is measured once, within the bound of
+        # one embedding call, and kept in the home.
+        self.scales = ScaleCache(
+            settings.home / "cache" / "calibration", timeout_s=settings.embedding_total_timeout_s
+        )
 
     def check(self, options: SearchOptions) -> SearchOptions:
         """Options with mode, filters and cosine floor validated (language resolved to its regconfig)."""
@@ -202,10 +208,11 @@ class SearchService:
         vector: list[float] | None
         embed_ms: float | None
         reason: str | None
+        waited_ms: float | None = None
         if query_vector is not None:
             vector, embed_ms, reason = list(query_vector), None, None
         elif want != "lexical":
-            vector, embed_ms, reason = self._embed(owner, clean)
+            vector, embed_ms, reason, waited_ms = self._embed(owner, clean)
         else:
             vector, embed_ms, reason = None, None, None
         use_lexical = want != "vector" or vector is None
@@ -226,7 +233,7 @@ class SearchService:
         )
         # The model's scale is for a question against passages: not for a passage's own vector
         # (the near-duplicate lookup), whose cosines to other passages run higher.
-        model_scale = self._model_scale() if vector is not None and query_vector is None else None
+        model_scale = self.model_scale() if vector is not None and query_vector is None else None
         if model_scale is not None:
             params = replace(params, cos_scale=(model_scale.unrelated, model_scale.related))
         fusion = params.fusion_used()
@@ -262,30 +269,41 @@ class SearchService:
                 embed_ms=round(embed_ms, 3) if embed_ms is not None else None,
                 sql_ms=round(sql_ms, 3),
                 total_ms=round((time.perf_counter() - started) * 1000, 3),
+                embedder_wait_ms=round(waited_ms, 3) if waited_ms is not None else None,
             ),
         )
 
-    def _embed(self, owner: str, query: str) -> tuple[list[float] | None, float | None, str | None]:
+    def _embed(
+        self, owner: str, query: str
+    ) -> tuple[list[float] | None, float | None, str | None, float | None]:
+        """(vector, embed ms, degraded reason, ms waited for a loading embedder)."""
         if self.embedder is None:
-            return None, None, "no embedding provider is configured: lexical search only"
+            return None, None, "no embedding provider is configured: lexical search only", None
+        waited_ms: float | None = None
         ready = getattr(self.embedder, "ready", None)
         if ready is not None and not ready():
-            # The model is still loading in the worker (or the worker cannot run): answer now from
-            # the lexical branch, and say which.
-            state = getattr(self.embedder, "load_state", lambda: "loading")()
-            if str(state).startswith("failed"):
-                # The state's detail (socket paths, exception text) goes to the log, not the caller.
-                log.warning("embedder failed to load; lexical-only search", extra={"error": str(state)})
-                return None, None, "embedder unavailable (failed to load): lexical search only"
-            return None, None, EMBEDDER_LOADING
+            # The model is still loading in the worker (a cold start): a paraphrase has no words in
+            # common with what it should find, so wait a little for the vector branch before
+            # answering from the lexical branch alone, and say how long.
+            wait_started = time.perf_counter()
+            waiter = getattr(self.embedder, "wait_ready", None)
+            loaded = waiter is not None and bool(waiter(self.settings.embedder_wait_s))
+            waited_ms = (time.perf_counter() - wait_started) * 1000
+            if not loaded:
+                state = getattr(self.embedder, "load_state", lambda: "loading")()
+                if str(state).startswith("failed"):
+                    # The state's detail (socket paths, exception text) goes to the log, not the caller.
+                    log.warning("embedder failed to load; lexical-only search", extra={"error": str(state)})
+                    return None, None, "embedder unavailable (failed to load): lexical search only", waited_ms
+                return None, None, EMBEDDER_LOADING, waited_ms
         started = time.perf_counter()
         try:
             vector = self._query_vector(owner, query)
         except EmbeddingError as exc:
             # A search must still answer: the lexical branch alone, flagged as degraded.
             log.warning("query embedding failed; lexical-only search", extra={"error": str(exc)})
-            return None, None, f"{unavailable_reason(exc)}: lexical search only"
-        return vector, (time.perf_counter() - started) * 1000, None
+            return None, None, f"{unavailable_reason(exc)}: lexical search only", waited_ms
+        return vector, (time.perf_counter() - started) * 1000, None, waited_ms
 
     def _query_vector(self, owner: str, query: str) -> list[float]:
         """The query's vector, from `owner`'s part of the query cache when the embedder has one."""
@@ -294,12 +312,9 @@ class SearchService:
             return self.embedder.embed_owner_queries(owner, [query])[0]
         return self.embedder.embed_queries([query])[0]
 
-    def _model_scale(self) -> ModelScale | None:
-        return self.scales.get(self.embedder, wait=False) if self.embedder is not None else None
-
-    def warm_scale(self, *, wait: bool = False) -> ModelScale | None:
-        """Measure the embedder's cosine scale now (`wait`) or in the background, if not known yet."""
-        return self.scales.get(self.embedder, wait=wait) if self.embedder is not None else None
+    def model_scale(self) -> ModelScale | None:
+        """The embedder's cosine scale (measured now if it is neither bundled nor kept); None without."""
+        return self.scales.get(self.embedder) if self.embedder is not None else None
 
     @staticmethod
     def _hit(row: SearchRow, scale: BranchScale, model_scale: ModelScale | None) -> SearchHit:

@@ -26,8 +26,7 @@ from pgrecall.store.entries_sql import (
     SQL_BY_IDEMPOTENCY_KEY,
     SQL_COUNT_BY,
     SQL_GET,
-    SQL_IDS_ENDING,
-    SQL_IDS_IN_RANGE,
+    SQL_IDS_MATCHING,
     SQL_INSERT,
     SQL_LIST,
     SQL_MANY,
@@ -116,6 +115,14 @@ def insert_params(owner: str, new: NewEntry) -> dict[str, Any]:
     }
 
 
+def _tail(digits: str) -> str:
+    """The id text that ends with these hex digits (dashes where a UUID has them), reversed."""
+    # The canonical text puts dashes before the last 12, 16, 20 and 24 digits.
+    dashes = sum(1 for boundary in (12, 16, 20, 24) if boundary < len(digits))
+    text = str(uuid.UUID(digits.rjust(32, "0")))
+    return text[-(len(digits) + dashes) :][::-1]
+
+
 class EntryStore:
     """Entry persistence over a psycopg connection pool."""
 
@@ -169,33 +176,21 @@ class EntryStore:
             raise NotFoundError(f"id: no entry {entry_id}" + ("" if row is None else " (it is deleted)"))
         return _entry(row)
 
-    def ids_in_range(
-        self, owner: str, low: uuid.UUID, high: uuid.UUID, *, include_deleted: bool, limit: int
+    def ids_matching(
+        self, owner: str, digits: str, *, include_deleted: bool, limit: int
     ) -> builtins.list[uuid.UUID]:
-        """Up to `limit` ids of this owner between low and high (inclusive), in id order."""
+        """Up to `limit` ids of this owner whose hex digits start or end with `digits`, in id order."""
         params = {
             "owner": owner,
-            "low": low,
-            "high": high,
+            "low": uuid.UUID(digits.ljust(32, "0")),
+            "high": uuid.UUID(digits.ljust(32, "f")),
+            "tail": _tail(digits),
+            "tail_end": _tail(digits) + "~",
             "include_deleted": include_deleted,
             "limit": limit,
         }
         with owner_transaction(self.pool, owner) as conn:
-            return [r["id"] for r in conn.execute(SQL_IDS_IN_RANGE, params).fetchall()]
-
-    def ids_ending(
-        self, owner: str, suffix: str, *, include_deleted: bool, limit: int
-    ) -> builtins.list[uuid.UUID]:
-        """Up to `limit` ids of this owner whose hex digits end with `suffix`, in id order."""
-        params = {
-            "owner": owner,
-            "suffix": suffix,
-            "n": len(suffix),
-            "include_deleted": include_deleted,
-            "limit": limit,
-        }
-        with owner_transaction(self.pool, owner) as conn:
-            return [r["id"] for r in conn.execute(SQL_IDS_ENDING, params).fetchall()]
+            return [r["id"] for r in conn.execute(SQL_IDS_MATCHING, params).fetchall()]
 
     def find(self, owner: str, entry_id: uuid.UUID) -> Entry | None:
         """The entry, deleted or not, or None."""
@@ -250,10 +245,16 @@ class EntryStore:
         return _entry(row)
 
     def soft_delete(self, owner: str, entry_id: uuid.UUID) -> Entry:
-        """Mark deleted (restorable); NotFoundError if absent or already deleted."""
+        """Mark deleted (restorable); NotFoundError if absent or already deleted (saying which)."""
         with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_SOFT_DELETE, {"owner": owner, "id": entry_id}).fetchone()
+            if row is None:
+                gone = conn.execute(SQL_GET, {"owner": owner, "id": entry_id}).fetchone()
         if row is None:
+            if gone is not None:
+                raise NotFoundError(
+                    f"id: no live entry {entry_id}: it is already deleted (restore brings it back)"
+                )
             raise NotFoundError(f"id: no live entry {entry_id}")
         return _entry(row)
 

@@ -152,20 +152,24 @@ ORDER BY 1, 2
 
 # Ids starting with a prefix, as the range [prefix00…, prefixff…]: uuid order is byte order, so
 # the (owner, id) primary key answers it with a range scan (LIKE over id::text would scan them all).
-SQL_IDS_IN_RANGE = """
-SELECT id FROM entries
-WHERE owner = %(owner)s AND id BETWEEN %(low)s::uuid AND %(high)s::uuid
-  AND (%(include_deleted)s OR deleted_at IS NULL)
-ORDER BY id
-LIMIT %(limit)s
-"""
-
-# Ids ending with a suffix (the random end of a UUIDv7, which is what the CLI shows): no index
-# serves it, so it reads the owner's rows; fine for a command typed by hand.
-SQL_IDS_ENDING = """
-SELECT id FROM entries
-WHERE owner = %(owner)s AND right(replace(id::text, '-', ''), %(n)s) = %(suffix)s
-  AND (%(include_deleted)s OR deleted_at IS NULL)
+# Ids given by a part (what the CLI and the web page show, or a prefix): one statement. Ids that
+# start with the part are a range of the (owner, id) primary key; ids that end with it (the random
+# end of a UUIDv7, which is what the front ends show) are a range of the id's text reversed, in
+# the "C" collation (index entries_id_tail, migration 0015): `tail` is the part's text reversed,
+# `tail_end` the same followed by '~', which sorts after every hex digit and the dash.
+SQL_IDS_MATCHING = """
+(SELECT id FROM entries
+ WHERE owner = %(owner)s AND id BETWEEN %(low)s::uuid AND %(high)s::uuid
+   AND (%(include_deleted)s OR deleted_at IS NULL)
+ ORDER BY id
+ LIMIT %(limit)s)
+UNION
+(SELECT id FROM entries
+ WHERE owner = %(owner)s
+   AND reverse(id::text) COLLATE "C" >= %(tail)s AND reverse(id::text) COLLATE "C" < %(tail_end)s
+   AND (%(include_deleted)s OR deleted_at IS NULL)
+ ORDER BY id
+ LIMIT %(limit)s)
 ORDER BY id
 LIMIT %(limit)s
 """

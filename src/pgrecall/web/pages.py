@@ -141,6 +141,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
     hits: list[ShownHit] = []
     degraded_reason = None
     fusion = None
+    embedder_wait_ms = None
     if asked.query is not None:
         retrieval = RetrievalRequest(
             query=asked.query,
@@ -150,6 +151,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         result = await ui.call(ui.app.retrieval.retrieve, session.owner, retrieval)
         degraded_reason = result.degraded_reason
         fusion = result.fusion
+        embedder_wait_ms = result.embedder_wait_ms
         rows = [
             (
                 r.hit.snippet if r.hit is not None else snippet(r.entry.body),
@@ -169,6 +171,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         hits=hits,
         modes=MODES,
         degraded_reason=degraded_reason,
+        embedder_wait_ms=embedder_wait_ms,
         fusion=fusion,
         languages=ui.app.catalog.supported_codes(),
         chart_width=CHART_WIDTH,
