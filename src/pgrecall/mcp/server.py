@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import anyio.to_thread
@@ -56,6 +57,20 @@ def _untitled(node: Any) -> Any:
         elif not ((key == "title" and isinstance(value, str)) or (key == "default" and value is None)):
             out[key] = _untitled(value)
     return out
+
+
+# What a model reads of tools/list; output schemas and annotations are for the client only.
+MODEL_VISIBLE_FIELDS = ("name", "description", "inputSchema")
+
+
+def model_visible_bytes(tools: Sequence[MCPTool]) -> int:
+    """Bytes of the tools' names, descriptions and input schemas as the client receives them
+    (compact UTF-8 JSON, aliases, no nulls): the context every conversation pays for the tools."""
+    visible = []
+    for tool in tools:
+        wire = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+        visible.append({key: wire[key] for key in MODEL_VISIBLE_FIELDS if key in wire})
+    return len(json.dumps(visible, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 class PgrecallServer(MCPServer):
