@@ -12,7 +12,7 @@ from mcp import Client
 
 from pgrecall.domain.validation import MAX_LIST_LIMIT, MAX_TOP_K
 from pgrecall.mcp.runtime import Runtime
-from pgrecall.mcp.server import create_server
+from pgrecall.mcp.server import create_server, model_visible_bytes
 from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
@@ -224,6 +224,13 @@ async def test_optional_arguments_admit_null_as_a_type_list_not_an_anyof(client:
     assert search["mode"]["enum"] == ["hybrid", "vector", "lexical", None]
     assert search["group_by"]["enum"] == ["document", None]
     assert "anyOf" not in json.dumps(search)
+
+
+async def test_what_a_model_reads_of_the_tool_list_fits_in_20_kib(client: Client) -> None:
+    # Names, descriptions and input schemas are read on every conversation (issue 36: ≤ 20 KB).
+    tools = (await client.list_tools()).tools
+    assert len(tools) == 19
+    assert model_visible_bytes(tools) <= 20 * 1024
 
 
 async def test_result_text_is_compact_json_of_the_structured_content(client: Client) -> None:
