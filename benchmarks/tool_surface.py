@@ -1,7 +1,10 @@
 """What `tools/list` costs a client's context: bytes of the JSON result, per part and per tool.
 
+The figure that counts is `model_visible_bytes`: names, descriptions and input schemas, which a
+model reads on every conversation (output schemas and annotations stay with the client).
+
 Run: python benchmarks/tool_surface.py [--json benchmarks/tool_surface.json] [--per-tool]
-(benchmarks/tool_surface-3e4ba70.json: the same figures before the surface was trimmed.)
+(benchmarks/tool_surface-3e4ba70.json and tool_surface-d741cd9.json: the figures before each trim.)
 
 Nothing is opened: the server is built over a deferred runtime (no database, no model) and its tool
 list is serialized exactly as it goes on the wire (aliases, no nulls, compact JSON).
@@ -21,7 +24,7 @@ from mcp_types import ListToolsResult
 
 from pgrecall.config import Settings
 from pgrecall.mcp.runtime import Runtime
-from pgrecall.mcp.server import create_server
+from pgrecall.mcp.server import create_server, model_visible_bytes
 
 
 def _size(value: Any) -> int:
@@ -47,9 +50,10 @@ async def measure() -> dict[str, Any]:
         tools = await server.list_tools()
     wire = ListToolsResult(tools=tools).model_dump(mode="json", by_alias=True, exclude_none=True)
     per_tool: dict[str, dict[str, int]] = {}
-    for tool in wire["tools"]:
+    for tool_model, tool in zip(tools, wire["tools"], strict=True):
         per_tool[tool["name"]] = {
             "total": _size(tool),
+            "model_visible": model_visible_bytes([tool_model]),
             "description": len(tool.get("description", "").encode()),
             "input_schema": _size(tool.get("inputSchema", {})),
             "output_schema": _size(tool.get("outputSchema", {})),
@@ -57,7 +61,13 @@ async def measure() -> dict[str, Any]:
             + _descriptions(tool.get("outputSchema", {})),
         }
     totals = {key: sum(t[key] for t in per_tool.values()) for key in next(iter(per_tool.values()))}
-    return {"tools_list_bytes": _size(wire), "tools": len(per_tool), "parts": totals, "per_tool": per_tool}
+    return {
+        "model_visible_bytes": model_visible_bytes(tools),
+        "tools_list_bytes": _size(wire),
+        "tools": len(per_tool),
+        "parts": totals,
+        "per_tool": per_tool,
+    }
 
 
 def main() -> None:
@@ -67,7 +77,10 @@ def main() -> None:
     parser.add_argument("--per-tool", action="store_true", help="print each tool's figures")
     args = parser.parse_args()
     figures = asyncio.run(measure())
-    print(f"tools/list: {figures['tools_list_bytes']} bytes for {figures['tools']} tools")
+    print(
+        f"tools/list: {figures['model_visible_bytes']} bytes model-visible (names, descriptions, input "
+        f"schemas), {figures['tools_list_bytes']} bytes in all, for {figures['tools']} tools"
+    )
     for key, value in figures["parts"].items():
         print(f"  {key:20} {value:7}")
     if args.per_tool:

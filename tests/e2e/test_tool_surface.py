@@ -12,7 +12,7 @@ from mcp import Client
 
 from pgrecall.domain.validation import MAX_LIST_LIMIT, MAX_TOP_K
 from pgrecall.mcp.runtime import Runtime
-from pgrecall.mcp.server import create_server
+from pgrecall.mcp.server import create_server, model_visible_bytes
 from tests.helpers.mcp_calls import call, call_error
 
 pytestmark = pytest.mark.anyio
@@ -114,6 +114,16 @@ def _base_arguments(entry_id: str, other_id: str, document_id: str) -> dict[str,
     }
 
 
+def _admits_null(schema: dict[str, Any]) -> bool:
+    """Null is accepted: by the type (a type list naming null) or by a branch of an anyOf; an enum,
+    if any, lists null too."""
+    types = schema.get("type")
+    typed = types == "null" or (isinstance(types, list) and "null" in types)
+    if "anyOf" in schema:
+        return any(_admits_null(branch) for branch in schema["anyOf"])
+    return typed and ("enum" not in schema or None in schema["enum"])
+
+
 async def test_null_for_any_optional_argument_means_its_default(client: Client) -> None:
     added = await call(client, "add_entry", text="An entry the null checks update and read.")
     other = await call(client, "add_entry", text="Another entry, for the link tools.")
@@ -128,10 +138,7 @@ async def test_null_for_any_optional_argument_means_its_default(client: Client) 
         for prop, prop_schema in schema.get("properties", {}).items():
             if prop in required:
                 continue
-            admits_null = prop_schema.get("type") == "null" or {"type": "null"} in prop_schema.get(
-                "anyOf", []
-            )
-            assert admits_null, f"{name}.{prop}: the schema does not admit null"
+            assert _admits_null(prop_schema), f"{name}.{prop}: the schema does not admit null"
             if (name, prop) in ONE_OF_REQUIRED:
                 continue
             arguments = {**bases[name], prop: None}
@@ -208,6 +215,22 @@ async def test_schemas_carry_no_generated_titles_nor_null_defaults(client: Clien
         assert nulls == [], name
     # A parameter named "title" is a property, not a generated title: it stays.
     assert "title" in tools["add_entry"].input_schema["properties"]
+
+
+async def test_optional_arguments_admit_null_as_a_type_list_not_an_anyof(client: Client) -> None:
+    search = (await _tools(client))["search"].input_schema["properties"]
+    assert search["query"] == {"description": search["query"]["description"], "type": ["string", "null"]}
+    assert search["top_k"]["type"] == ["integer", "null"] and search["top_k"]["maximum"] == MAX_TOP_K
+    assert search["mode"]["enum"] == ["hybrid", "vector", "lexical", None]
+    assert search["group_by"]["enum"] == ["document", None]
+    assert "anyOf" not in json.dumps(search)
+
+
+async def test_what_a_model_reads_of_the_tool_list_fits_in_20_kib(client: Client) -> None:
+    # Names, descriptions and input schemas are read on every conversation (issue 36: ≤ 20 KB).
+    tools = (await client.list_tools()).tools
+    assert len(tools) == 19
+    assert model_visible_bytes(tools) <= 20 * 1024
 
 
 async def test_result_text_is_compact_json_of_the_structured_content(client: Client) -> None:

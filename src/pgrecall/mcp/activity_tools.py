@@ -63,27 +63,26 @@ def register_activity_tools(server: MCPServer, runtime: Runtime, current_owner: 
         since: Annotated[
             str,
             Field(
-                description="Start of the window: an ISO 8601 time (no offset = UTC) or a duration "
-                "back from now: 30m, 24h, 7d, 2w (at most 3650 days).",
+                description="ISO 8601 time (no offset = UTC) or duration back from now: 30m, 24h, 7d, "
+                "2w (≤ 3650 days).",
                 max_length=64,
             ),
         ],
         limit: Annotated[
             int,
             Field(
-                description=f"Page size, 1-{MAX_ACTIVITY_LIMIT}.",
+                description="Page size.",
                 ge=1,
                 le=MAX_ACTIVITY_LIMIT,
                 json_schema_extra=p.OR_NULL,
             ),
             p.NULL_IS_DEFAULT,
         ] = 20,
-        cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
+        cursor: Annotated[str | None, Field(description="next_cursor of the last page.")] = None,
     ) -> ActivityResult:
-        """What was added, updated, deleted or linked since a time, newest first, paginated.
+        """Entries added, updated, deleted or linked since a time, newest first, paged.
 
-        Each entry appears with its creation, its latest update while live, and its deletion
-        (no history of earlier edits is kept). Use it for "what changed this week".
+        An entry shows its creation, latest live update and deletion (no edit history).
         """
         with observe(runtime.metrics, "recent_activity") as call:
             page = await run_blocking(
@@ -112,14 +111,14 @@ def register_activity_tools(server: MCPServer, runtime: Runtime, current_owner: 
         prefix: Annotated[
             str | None,
             Field(
-                description="Only tags starting with this (case-insensitive).",
+                description="Tags starting with this (any case).",
                 max_length=MAX_TAG_PREFIX_CHARS,
             ),
         ] = None,
         limit: Annotated[
             int,
             Field(
-                description=f"At most this many, 1-{MAX_TAG_LIMIT}.",
+                description="At most this many.",
                 ge=1,
                 le=MAX_TAG_LIMIT,
                 json_schema_extra=p.OR_NULL,
@@ -127,7 +126,7 @@ def register_activity_tools(server: MCPServer, runtime: Runtime, current_owner: 
             p.NULL_IS_DEFAULT,
         ] = 100,
     ) -> TagsResult:
-        """Tags in use on live entries with their counts, most used first: reuse them when tagging."""
+        """Tags on live entries with their counts, most used first: reuse them when tagging."""
         with observe(runtime.metrics, "list_tags") as call:
             found = await run_blocking(runtime.app.activity.tags_with_prefix, current_owner(), prefix, limit)
             call.fields["count"] = len(found.tags)

@@ -52,27 +52,22 @@ def register_document_tools(
 
     @runtime_tool(server, runtime, annotations=p.annotations(idempotent=True))
     async def ingest_document(
-        source: Annotated[
-            str, Field(description="Path or URL naming the document; re-ingesting it updates it.")
-        ],
-        text: Annotated[str | None, Field(description="The document's content. Omit to read `path`.")] = None,
+        source: Annotated[str, Field(description="Path or URL naming it; ingesting it again updates it.")],
+        text: Annotated[str | None, Field(description="The content; omit to read `path`.")] = None,
         path: Annotated[
             str | None,
-            Field(description="Server-side file to read instead of text (stdio only, under allowed roots)."),
+            Field(description="Server file to read instead (stdio only, under allowed roots)."),
         ] = None,
         format: Annotated[
             Literal["markdown", "html", "text", "pdf", "rst"] | None,
-            Field(description="Format; omit to infer from source."),
+            Field(description="Omit: inferred from source."),
         ] = None,
         title: p.Title = None,
         version: Version = None,
         language: p.Language = None,
     ) -> IngestOut:
-        """Store a whole document, cut into chunks by its headings and paragraphs.
-
-        Chunks are entries: search finds the passage, with its document and section. Ingesting
-        the same source again changes only what changed (unchanged chunks keep ids and hashes).
-        """
+        """Store a whole document as chunks cut at headings and paragraphs: search finds each passage
+        with its section. Ingesting a source again changes only what changed (the rest keeps ids)."""
         with observe(runtime.metrics, "ingest_document") as call:
             owner = current_owner()
             roots = runtime.settings.ingest_root_paths
@@ -99,7 +94,7 @@ def register_document_tools(
     async def get_document(
         id: DocumentId,
         section: Annotated[
-            str | None, Field(description="A section heading (or path tail) whose full text to include.")
+            str | None, Field(description="Section heading (or path tail) whose text to include.")
         ] = None,
     ) -> DocumentDetailOut:
         """A document's outline: sections in order with chunk ids and hashes; with `section`, its text."""
@@ -114,7 +109,7 @@ def register_document_tools(
         include_deleted: p.IncludeDeleted = False,
         limit: p.ListLimit = 20,
         offset: Annotated[
-            int, Field(description="Documents to skip.", ge=0, json_schema_extra=p.OR_NULL), p.NULL_IS_DEFAULT
+            int, Field(description="How many to skip.", ge=0, json_schema_extra=p.OR_NULL), p.NULL_IS_DEFAULT
         ] = 0,
     ) -> DocumentListOut:
         """Browse ingested documents by source, then version (search finds their passages)."""

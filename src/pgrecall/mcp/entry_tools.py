@@ -58,9 +58,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
     async def add_entry(
         text: Annotated[
             str,
-            Field(
-                description=f"The content to remember, verbatim (1-{max_text} characters). Stored as given."
-            ),
+            Field(description=f"The content to remember, stored verbatim (1-{max_text} chars)."),
         ],
         title: p.Title = None,
         tags: p.Tags = None,
@@ -72,11 +70,9 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
         expires_at: p.ExpiresAt = None,
         supersedes: p.Supersedes = None,
     ) -> AddEntryResult:
-        """Store a new entry (a fact, decision, note or document) in long-term memory.
+        """Store a fact, decision, note or document worth finding again in long-term memory.
 
-        Use it for information worth finding again later. The entry is stemmed in its own
-        language (detected when `language` is omitted) and embedded for semantic search.
-        Check `similar`: when an existing entry says nearly the same, prefer update_entry.
+        If `similar` shows an entry saying nearly the same, prefer update_entry.
         """
         with observe(runtime.metrics, "add_entry") as call:
             long = await run_blocking(
@@ -135,40 +131,35 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
     # Not idempotent: each call bumps `version` (and expected_version makes a repeat fail).
     @runtime_tool(server, runtime, annotations=p.annotations())
     async def update_entry(
-        id: Annotated[str, Field(description="Id of the entry to change (UUID or ≥ 8 hex digits).")],
-        text: Annotated[str | None, Field(description="New full text; omit to keep it.")] = None,
-        title: Annotated[str | None, Field(description='New title; omit to keep it, "" to clear it.')] = None,
+        id: Annotated[str, Field(description="Entry to change (UUID or 8+ hex digits of it).")],
+        text: Annotated[str | None, Field(description="New full text; omit to keep.")] = None,
+        title: Annotated[str | None, Field(description='New title; omit to keep, "" to clear.')] = None,
         tags: p.ReplacementTags = None,
         source: Annotated[str | None, Field(description='New source; omit to keep, "" to clear.')] = None,
         kind: p.Kind = None,
         metadata: Annotated[
-            dict[str, Any] | None, Field(description="Replaces the metadata object; omit to keep it.")
+            dict[str, Any] | None, Field(description="Replaces the metadata; omit to keep.")
         ] = None,
-        language: Annotated[
-            str | None, Field(description=p.LANGUAGE_DOC + " Changing it re-stems the entry.")
-        ] = None,
+        language: Annotated[str | None, Field(description=p.LANGUAGE_DOC + " A change re-stems.")] = None,
         expected_version: p.ExpectedVersion = None,
         expires_at: Annotated[
             str | None,
             Field(
-                description='New expiry (ISO 8601 time or a duration from now like "30d"); omit to keep, "" '
-                "to clear.",
+                description='New expiry (ISO 8601 time or duration like "30d"); omit to keep, "" to clear.',
                 max_length=64,
             ),
         ] = None,
         supersedes: Annotated[
             str | None,
             Field(
-                description='Id of an earlier entry this one replaces; omit to keep, "" to clear.',
+                description='Id of an entry this one replaces; omit to keep, "" to clear.',
                 max_length=64,
             ),
         ] = None,
     ) -> WriteResult:
-        """Change an existing entry; only the fields you pass change.
+        """Change an entry; only the fields passed change, and `version` goes up on every call.
 
-        content_hash is the hash of the text alone: only a new text changes it (a title change
-        keeps it). A new text or title re-embeds the entry. `version` goes up by one on every
-        call, so repeating one is not a no-op. Use it instead of adding a near-duplicate.
+        content_hash covers the text: only a new text changes it (a title change keeps it).
         """
         with observe(runtime.metrics, "update_entry"):
             extra: dict[str, Any] = {}
@@ -203,9 +194,9 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
     # A repeat changes nothing (it fails: no live entry), so both are idempotent.
     @runtime_tool(server, runtime, annotations=p.annotations(destructive=True, idempotent=True))
     async def delete_entry(
-        id: Annotated[str, Field(description="Id of the entry to delete (UUID or ≥ 8 hex digits).")],
+        id: Annotated[str, Field(description="Entry to delete (UUID or 8+ hex digits of it).")],
     ) -> DeleteResult:
-        """Soft-delete an entry: it disappears from search and lists; restore_entry brings it back."""
+        """Soft-delete an entry: gone from search and lists until restore_entry."""
         with observe(runtime.metrics, "delete_entry"):
             entry = await run_blocking(runtime.app.entries.delete, current_owner(), id)
             assert entry.deleted_at is not None
@@ -214,7 +205,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
 
     @runtime_tool(server, runtime, annotations=p.annotations(idempotent=True))
     async def restore_entry(
-        id: Annotated[str, Field(description="Id of a soft-deleted entry (UUID or ≥ 8 hex digits).")],
+        id: Annotated[str, Field(description="A soft-deleted entry (UUID or 8+ hex digits of it).")],
     ) -> WriteResult:
         """Undo delete_entry: the entry is searchable and listed again, unchanged."""
         with observe(runtime.metrics, "restore_entry"):
@@ -227,11 +218,8 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def get_entry(id: p.EntryId) -> EntryDetailOut:
-        """Fetch one entry with its full text and metadata (search returns only snippets).
-
-        Also shows what is current: `supersedes_chain` (older entries it replaces) and
-        `superseded_by` (newer entries that replace it), nearest first.
-        """
+        """One entry in full (search gives snippets), with supersedes_chain (older entries it
+        replaces) and superseded_by (newer ones), nearest first."""
         with observe(runtime.metrics, "get_entry"):
             owner = current_owner()
             entry = await run_blocking(runtime.app.entries.get, owner, id)
@@ -256,9 +244,9 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
         include_superseded: p.IncludeSuperseded = False,
         include_expired: p.IncludeExpired = False,
         limit: p.ListLimit = 20,
-        cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
+        cursor: Annotated[str | None, Field(description="next_cursor of the last page.")] = None,
     ) -> ListResult:
-        """Browse entries newest first, with filters and stable cursor pagination (not ranked: use search)."""
+        """Browse entries newest first, filtered, cursor-paged (unranked: to find, use search)."""
         with observe(runtime.metrics, "list_entries") as call:
             filters = EntryFilters(
                 kind=kind,
@@ -288,7 +276,7 @@ def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Cal
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def stats() -> StatsResult:
-        """Counts of entries by language and kind, pending vectors, embedding model, schema revision."""
+        """Entry counts by language and kind, pending vectors, embedding model, schema revision."""
         with observe(runtime.metrics, "stats"):
             figures = await run_blocking(runtime.app.entries.stats, current_owner())
             runtime.metrics.pending_vectors.set(figures.pending_vectors)

@@ -9,26 +9,27 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
-from pgrecall.domain.links import MAX_LINK_NOTE_CHARS, MAX_RELATED_LIMIT, RELATIONS
+from pgrecall.domain.links import DEFAULT_RELATION, MAX_LINK_NOTE_CHARS, MAX_RELATED_LIMIT, RELATIONS
 from pgrecall.mcp import params as p
 from pgrecall.mcp.errors import run_blocking
 from pgrecall.mcp.observability import observe
 from pgrecall.mcp.runtime import Runtime, runtime_tool
 
-_RELATION_LIST = "; ".join(f"{token} ({meaning})" for token, meaning in RELATIONS.items())
+# The tokens say what they mean read as "from_id <relation> to_id"; relates_to is the catch-all.
+_OTHER_RELATIONS = ", ".join(token for token in RELATIONS if token != DEFAULT_RELATION)
 Relation = Annotated[
     str,
     Field(
-        description=f"How the first entry relates to the second, one of: {_RELATION_LIST}. "
-        'Case and spaces are forgiven ("Depends on" is depends_on).',
+        description=f"from_id <relation> to_id: {_OTHER_RELATIONS}, or {DEFAULT_RELATION} for anything "
+        'else. Case and spaces forgiven ("Depends on").',
         max_length=80,
     ),
 ]
 FromId = Annotated[
-    str, Field(description="Id of the entry the link starts from (UUID or ≥ 8 hex digits).", max_length=64)
+    str, Field(description="Entry the link starts from (UUID or 8+ hex digits of it).", max_length=64)
 ]
 ToId = Annotated[
-    str, Field(description="Id of the entry the link points to (UUID or ≥ 8 hex digits).", max_length=64)
+    str, Field(description="Entry the link points to (UUID or 8+ hex digits of it).", max_length=64)
 ]
 
 
@@ -90,14 +91,12 @@ def register_link_tools(server: MCPServer, runtime: Runtime, current_owner: Call
         relation: Relation,
         note: Annotated[
             str | None,
-            Field(description=f"Why they are linked (≤ {MAX_LINK_NOTE_CHARS} characters).", max_length=4000),
+            Field(description=f"Why they are linked (≤ {MAX_LINK_NOTE_CHARS} chars).", max_length=4000),
         ] = None,
     ) -> LinkResult:
-        """Link two of your entries with a typed, directed relation: from_id <relation> to_id.
+        """Link two live entries: from_id <relation> to_id (a task depends_on a decision).
 
-        E.g. a task depends_on a decision, a section is part_of a document, a finding contradicts
-        an earlier one. Linking twice keeps one link. Both entries must be live; a deleted
-        entry's links are hidden until it is restored. get_related walks the links.
+        Linking twice keeps one link; a deleted entry's links are hidden until it is restored.
         """
         with observe(runtime.metrics, "link_entries"):
             link, created = await run_blocking(
@@ -112,7 +111,7 @@ def register_link_tools(server: MCPServer, runtime: Runtime, current_owner: Call
         relation: Annotated[
             str | None,
             Field(
-                description="Only this relation; omit to remove every link from from_id to to_id.",
+                description="Only this relation; omit: all links from from_id to to_id.",
                 max_length=80,
             ),
         ] = None,
@@ -126,12 +125,12 @@ def register_link_tools(server: MCPServer, runtime: Runtime, current_owner: Call
     async def get_related(
         id: p.EntryId,
         relation: Annotated[
-            str | None, Field(description="Only links of this relation; omit for all.", max_length=80)
+            str | None, Field(description="Only this relation; omit: all.", max_length=80)
         ] = None,
         direction: Annotated[
             Literal["out", "in", "both"],
             Field(
-                description="out: entries this one links to; in: entries linking to it; both (default).",
+                description="out: entries it links to; in: entries linking to it; both.",
                 json_schema_extra=p.OR_NULL,
             ),
             p.NULL_IS_DEFAULT,
@@ -139,7 +138,7 @@ def register_link_tools(server: MCPServer, runtime: Runtime, current_owner: Call
         depth: Annotated[
             int,
             Field(
-                description="1 (default): direct links; 2: also the entries linked to those.",
+                description="1: direct links; 2: also the entries linked to those.",
                 ge=1,
                 le=2,
                 json_schema_extra=p.OR_NULL,
@@ -149,7 +148,7 @@ def register_link_tools(server: MCPServer, runtime: Runtime, current_owner: Call
         limit: Annotated[
             int,
             Field(
-                description=f"At most this many entries, 1-{MAX_RELATED_LIMIT}.",
+                description="At most this many entries.",
                 ge=1,
                 le=MAX_RELATED_LIMIT,
                 json_schema_extra=p.OR_NULL,

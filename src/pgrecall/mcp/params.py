@@ -10,7 +10,6 @@ from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticUseDefault
 
 from pgrecall.domain.ranking import MMR_LAMBDA
-from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
 from pgrecall.domain.validation import (
     MAX_BUDGET,
     MAX_CITATIONS,
@@ -61,54 +60,41 @@ def annotations(*, destructive: bool = False, idempotent: bool = False) -> ToolA
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-KIND_DOC = "Kind token: note (default), fact, decision, preference, doc, … (letters, digits, _ . : -)."
-LANGUAGE_DOC = (
-    "ISO 639-1 code of the text's language (de, fr, es, ru, en, …) or 'simple' for no stemming. "
-    "Omit it: the language is detected."
-)
-MODE_DOC = (
-    "hybrid (default: meaning + keywords fused), vector (meaning only: paraphrases, other languages), "
-    "lexical (exact words: names, codes, identifiers)."
-)
+KIND_DOC = "note (default), fact, decision, preference, doc, … (letters, digits, _ . : -)."
+LANGUAGE_DOC = "The text's language, ISO 639-1 (de, fr, ru, …) or 'simple' (no stemming). Omit: detected."
+MODE_DOC = "hybrid: meaning + words; vector: meaning (paraphrases, other languages); lexical: exact words."
 
-EntryId = Annotated[
-    str, Field(description="Entry id (UUID, or ≥ 8 hex digits of its start or end), e.g. from search.")
-]
+EntryId = Annotated[str, Field(description="Entry id: UUID, or 8+ hex digits from its start or end.")]
 Title = Annotated[str | None, Field(description=f"Short title (≤ {MAX_TITLE_CHARS} characters).")]
 Tags = Annotated[
     list[str] | None,
-    Field(
-        description=f"Tags for filtering (≤ {MAX_TAGS}, each ≤ {MAX_TAG_CHARS} chars).", max_length=MAX_TAGS
-    ),
+    Field(description=f"Tags, each ≤ {MAX_TAG_CHARS} chars.", max_length=MAX_TAGS),
 ]
 ReplacementTags = Annotated[
     list[str] | None,
-    Field(description=f"Replaces all tags (≤ {MAX_TAGS}); omit to keep them.", max_length=MAX_TAGS),
+    Field(description="Replaces all tags; omit to keep them.", max_length=MAX_TAGS),
 ]
 Source = Annotated[
     str | None,
-    Field(description=f"Where it came from: URL, file path, conversation id (≤ {MAX_SOURCE_CHARS})."),
+    Field(description=f"Where it came from: URL, path, conversation id (≤ {MAX_SOURCE_CHARS} chars)."),
 ]
 Kind = Annotated[str | None, Field(description=KIND_DOC)]
 Metadata = Annotated[
     dict[str, Any] | None,
-    Field(
-        description=f"Free-form JSON object (≤ {MAX_METADATA_BYTES // 1024} KiB, "
-        f"≤ {MAX_METADATA_DEPTH} levels deep)."
-    ),
+    Field(description=f"Free-form JSON (≤ {MAX_METADATA_BYTES // 1024} KiB, ≤ {MAX_METADATA_DEPTH} levels)."),
 ]
 Language = Annotated[str | None, Field(description=LANGUAGE_DOC)]
 IdempotencyKey = Annotated[
     str | None,
     Field(
-        description=f"Any unique string (≤ {MAX_IDEMPOTENCY_KEY_CHARS}) for this write. Retrying with the "
-        "same key never stores a second entry; the first one is returned."
+        description=f"Unique string (≤ {MAX_IDEMPOTENCY_KEY_CHARS} chars): a retry with it returns the "
+        "first entry, storing none."
     ),
 ]
 ExpectedVersion = Annotated[
     int | None,
     Field(
-        description="Only update if the entry is still at this version (optimistic locking).",
+        description="Update only if the entry is still at this version.",
         ge=1,
         le=MAX_VERSION,
     ),
@@ -116,50 +102,34 @@ ExpectedVersion = Annotated[
 
 # Filters shared by list_entries, search and build_context.
 # kind, source and tags match whatever their case; entries keep them as written.
-KindFilter = Annotated[str | None, Field(description="Only entries of this kind (any case).")]
-SourceFilter = Annotated[
-    str | None, Field(description="Only entries with this source, whole (any case; see source_prefix).")
-]
+KindFilter = Annotated[str | None, Field(description="This kind (any case).")]
+SourceFilter = Annotated[str | None, Field(description="This whole source (any case).")]
 SourcePrefix = Annotated[
     str | None,
-    Field(
-        description="Only entries whose source starts with this (any case), e.g. a folder path "
-        '"docs/adr/" or a site "https://wiki.example.org/". Matched literally: % and _ are plain characters.'
-    ),
+    Field(description='Sources starting with this (any case; % _ literal), e.g. "docs/".'),
 ]
-DocumentFilter = Annotated[
-    str | None, Field(description="Only chunks of this document (its id).", max_length=64)
-]
-VersionFilter = Annotated[
-    str | None, Field(description="Only chunks of documents with this version label.", max_length=100)
-]
-LanguageFilter = Annotated[str | None, Field(description="Only entries in this language (ISO 639-1 code).")]
+DocumentFilter = Annotated[str | None, Field(description="This document's chunks (its id).", max_length=64)]
+VersionFilter = Annotated[str | None, Field(description="Document version label.", max_length=100)]
+LanguageFilter = Annotated[str | None, Field(description="This language (ISO 639-1).")]
 TagsAll = Annotated[
     list[str] | None,
-    Field(description=f"Only entries having all these tags, any case (≤ {MAX_TAGS}).", max_length=MAX_TAGS),
+    Field(description="All of these tags (any case).", max_length=MAX_TAGS),
 ]
 TagsAny = Annotated[
     list[str] | None,
-    Field(
-        description=f"Only entries having at least one of these tags, any case (≤ {MAX_TAGS}).",
-        max_length=MAX_TAGS,
-    ),
+    Field(description="Any of these tags (any case).", max_length=MAX_TAGS),
 ]
-After = Annotated[
-    datetime | None, Field(description="At or after this time (ISO 8601, inclusive; no offset means UTC).")
-]
-Before = Annotated[
-    datetime | None, Field(description="Before this time (ISO 8601, exclusive; no offset means UTC).")
-]
+After = Annotated[datetime | None, Field(description="Bound, inclusive; no offset = UTC.")]
+Before = Annotated[datetime | None, Field(description="Bound, exclusive; no offset = UTC.")]
 ListLimit = Annotated[
     int,
-    Field(description=f"Page size, 1-{MAX_LIST_LIMIT}.", ge=1, le=MAX_LIST_LIMIT, json_schema_extra=OR_NULL),
+    Field(description="Page size.", ge=1, le=MAX_LIST_LIMIT, json_schema_extra=OR_NULL),
     NULL_IS_DEFAULT,
 ]
 IncludeSuperseded = Annotated[
     bool,
     Field(
-        description="Also return entries another live entry supersedes (left out by default).",
+        description="Include superseded entries.",
         json_schema_extra=OR_NULL,
     ),
     NULL_IS_DEFAULT,
@@ -167,7 +137,7 @@ IncludeSuperseded = Annotated[
 IncludeExpired = Annotated[
     bool,
     Field(
-        description="Also return entries past their expires_at (left out by default).",
+        description="Include expired entries.",
         json_schema_extra=OR_NULL,
     ),
     NULL_IS_DEFAULT,
@@ -175,45 +145,43 @@ IncludeExpired = Annotated[
 ExpiresAt = Annotated[
     str | None,
     Field(
-        description="When the entry stops being current: an ISO 8601 time (no offset = UTC) or a duration "
-        'from now ("30m", "24h", "7d", "2w"), at most 100 years ahead. After it, search, list_entries and '
-        "build_context leave the entry out unless include_expired is true; it is never deleted.",
+        description="When it stops being current: ISO 8601 time (no offset = UTC) or duration from now "
+        "(30m, 24h, 7d, 2w; ≤ 100 years). Then searches and lists skip it unless include_expired; "
+        "never deleted.",
         max_length=64,
     ),
 ]
 Supersedes = Annotated[
     str | None,
     Field(
-        description="Id of an earlier entry of yours that this one replaces (an outdated decision, an old "
-        "address). While this entry is live, search, list_entries and build_context leave the earlier one "
-        "out unless include_superseded is true; get_entry shows the chain both ways.",
+        description="Id of an earlier entry this one replaces: while this one is live, searches and lists "
+        "skip the old one unless include_superseded.",
         max_length=64,
     ),
 ]
 IncludeDeleted = Annotated[
-    bool, Field(description="Also list soft-deleted entries.", json_schema_extra=OR_NULL), NULL_IS_DEFAULT
+    bool, Field(description="Include soft-deleted ones.", json_schema_extra=OR_NULL), NULL_IS_DEFAULT
 ]
 
 Query = Annotated[
     str | None,
     Field(
-        description=f"What you are looking for, in natural language, any language (≤ {MAX_QUERY_CHARS} "
-        "characters). Optional when selected_text is given."
+        description=f"What to find, in plain words, any language (≤ {MAX_QUERY_CHARS} chars); optional "
+        "with selected_text."
     ),
 ]
 Selected = Annotated[
     str | None,
     Field(
-        description=f"Text the user selected (≤ {MAX_SELECTION_CHARS} characters): finds entries related "
-        "to it. With a query too, both are searched and entries related to both come first. An empty or "
-        "invalid selection is ignored (see selection_ignored) and the query alone is used."
+        description=f"Text the user selected (≤ {MAX_SELECTION_CHARS} chars): finds related entries, "
+        "those related to the query too first. Empty or invalid: selection_ignored."
     ),
 ]
 Pins = Annotated[
     list[str] | None,
     Field(
-        description=f"content_hash values from an earlier answer (≤ {MAX_PINS}): those entries come first, "
-        "in this order, then the ranking fills the remaining slots. Unknown hashes go to missing_pins.",
+        description="content_hash values of an earlier answer: those first, in order, then the ranking; "
+        "unknown ones in missing_pins.",
         max_length=MAX_PINS,
     ),
 ]
@@ -225,21 +193,20 @@ Mode = Annotated[
 Diversify = Annotated[
     bool,
     Field(
-        description=f"Re-rank for variety (MMR over stored vectors, λ = {MMR_LAMBDA}): fewer results "
-        "saying the same thing.",
+        description=f"Re-rank for variety (MMR, λ = {MMR_LAMBDA}): fewer hits saying the same.",
         json_schema_extra=OR_NULL,
     ),
     NULL_IS_DEFAULT,
 ]
 TopK = Annotated[
     int,
-    Field(description=f"Results wanted, 1-{MAX_TOP_K}.", ge=1, le=MAX_TOP_K, json_schema_extra=OR_NULL),
+    Field(description="Hits wanted.", ge=1, le=MAX_TOP_K, json_schema_extra=OR_NULL),
     NULL_IS_DEFAULT,
 ]
 TopKPerSection = Annotated[
     int,
     Field(
-        description=f"Entries considered per section, 1-{MAX_TOP_K}.",
+        description="Entries considered per section.",
         ge=1,
         le=MAX_TOP_K,
         json_schema_extra=OR_NULL,
@@ -249,10 +216,8 @@ TopKPerSection = Annotated[
 MinScore = Annotated[
     float | None,
     Field(
-        description="Minimum cosine similarity (-1..1) for every hit, also those found by words only "
-        "(lexical-only hits are checked against their own vector; when the search is degraded to words, "
-        "it cannot apply). Model-specific: the default model's related texts score 0.74-0.94, so prefer "
-        "min_relevance unless you know the model.",
+        description="Minimum cosine for every hit, word-only ones too (not when degraded to words). "
+        "Model-specific (default model: related 0.74-0.94): prefer min_relevance.",
         ge=-1.0,
         le=1.0,
         # NaN passes ge/le (every comparison with it is false) and would empty the branch.
@@ -260,11 +225,8 @@ MinScore = Annotated[
     ),
 ]
 _RELEVANCE_DOC = (
-    "Leave out hits less relevant than this (0..1). A hit's relevance is the square root of its "
-    "standing against the best hit of each branch in the same search (vector: cosine above the "
-    "candidates' median as a share of the best's; words: BM25 as a share of the best's), at most its "
-    "cosine on the model's own scale (0 = as similar as a typical unrelated text, 1 = as a typical "
-    "answer), so it works with any model and a question nothing answers gets low relevance everywhere."
+    "Skip hits less relevant than this: √ of the standing against this search's best hits, capped by "
+    "cosine on the model's scale (0 ≈ unrelated text, 1 ≈ an answer)."
 )
 MinRelevance = Annotated[
     float | None,
@@ -273,11 +235,8 @@ MinRelevance = Annotated[
 RecencyHalfLife = Annotated[
     float | None,
     Field(
-        description="Favour recently updated entries: each candidate gains 0.5^(age / half-life) / 61 "
-        "on top of its fused score (a just-updated entry as much as a first place in one branch, one "
-        "a half-life old half of that). Days, > 0 and ≤ 36500. Unset (default): no recency, rankings "
-        "by relevance only. Reorders what the branches found; a strongly relevant old entry can "
-        "still beat a weakly relevant new one.",
+        description="Half-life in days of a recency boost: 0.5^(age / half-life) / 61 added to the fused "
+        "score (fresh ≈ one first place). Unset: none.",
         gt=0.0,
         le=36500.0,
         allow_inf_nan=False,
@@ -286,7 +245,7 @@ RecencyHalfLife = Annotated[
 ContextMinRelevance = Annotated[
     float,
     Field(
-        description=_RELEVANCE_DOC + f" Default {DEFAULT_CONTEXT_MIN_RELEVANCE}; 0 cites whatever ranks.",
+        description=_RELEVANCE_DOC + " 0 cites whatever ranks.",
         ge=0.0,
         le=1.0,
         allow_inf_nan=False,
@@ -300,7 +259,7 @@ Explain = Annotated[
 TokenBudget = Annotated[
     int,
     Field(
-        description=f"Most tokens the context may take ({MIN_BUDGET}-{MAX_BUDGET}).",
+        description="Most tokens the context may take.",
         ge=MIN_BUDGET,
         le=MAX_BUDGET,
         json_schema_extra=OR_NULL,
@@ -310,17 +269,15 @@ TokenBudget = Annotated[
 Sections = Annotated[
     list[str] | None,
     Field(
-        description=f"Up to {MAX_SECTIONS} sub-topics (e.g. ['background', 'decisions']): each is "
-        "searched together with the query, gets an equal share of the budget and its labels in "
-        "by_section.",
+        description="Sub-topics (e.g. ['background', 'decisions']), each searched with the query for an "
+        "equal budget share; labels in by_section.",
         max_length=MAX_SECTIONS,
     ),
 ]
 Citations = Annotated[
     list[CitationIn],
     Field(
-        description=f"Citations from an earlier answer (≤ {MAX_CITATIONS}): content_hash, and id "
-        "and label when you have them.",
+        description="Citations from an earlier answer: content_hash, and id and label if known.",
         max_length=MAX_CITATIONS,
     ),
 ]

@@ -65,17 +65,13 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         selected_text: p.Selected = None,
         group_by: Annotated[
             Literal["document"] | None,
-            Field(description="document: one hit per document (its best chunk) with its other chunks' ids."),
+            Field(description="document: one hit per document (best chunk), other chunks' ids with it."),
         ] = None,
     ) -> SearchOut:
-        """Find stored entries relevant to a question, in any language, by meaning and by words.
+        """Find entries by meaning and words; ask in plain sentences, any language.
 
-        Ask in plain sentences; no language parameter is needed (each entry is matched in its own
-        language). Results carry id, snippet and content_hash: call get_entry for full text, or
-        build_context to get cited text blocks ready for an answer. Exact and near-duplicate
-        entries (> 80% word overlap) are collapsed to the best-ranked one. Expired entries and
-        entries another live entry supersedes are left out unless include_expired /
-        include_superseded. No relevance floor unless min_relevance is given.
+        Hits carry id, snippet, content_hash: get_entry gives the full text, build_context cited
+        blocks. Near-duplicates (> 80% word overlap) collapse to the best.
         """
         from pgrecall.services.retrieval import group_by_document, retrieval_request
 
@@ -164,9 +160,8 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         expand_related: Annotated[
             bool,
             Field(
-                description="Also cite live entries linked (link_entries) to the top 3 citations, after "
-                "them and only while the budget has room; each says how it is linked (`linked`). "
-                "Default false.",
+                description="Also cite entries linked to the top 3 citations while the budget has room "
+                "(see `linked`).",
                 json_schema_extra=p.OR_NULL,
             ),
             p.NULL_IS_DEFAULT,
@@ -174,19 +169,16 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         expand_neighbours: Annotated[
             bool,
             Field(
-                description="Also cite the chunks before and after a cited document chunk, while the budget "
-                "has room. Default false.",
+                description="Also cite the chunks around a cited chunk while the budget has room.",
                 json_schema_extra=p.OR_NULL,
             ),
             p.NULL_IS_DEFAULT,
         ] = False,
     ) -> ContextOut:
-        """Assemble the best entries as cited text blocks ([S1], [S2], …) within a token budget.
+        """The best entries as cited blocks ([S1], [S2], …) within token_budget, to answer from.
 
-        Use it right before answering from memory: quote or paraphrase the blocks and cite their
-        labels. Whole entries only, highest ranked first; what did not fit is listed in `dropped`.
-        Entries less relevant than min_relevance are not cited even when the budget has room.
-        Keep the citations (id + content_hash): verify_citations tells later if they still hold.
+        Whole entries, best first (a document's chunks in document order); what did not fit is in
+        `dropped`. Keep id + content_hash: verify_citations checks them later.
         """
         from pgrecall.services.context import build_context
         from pgrecall.services.retrieval import retrieval_request
@@ -246,10 +238,9 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def verify_citations(citations: p.Citations) -> VerifyOut:
-        """Check that cited entries still say what was cited: re-hashes each stored text.
+        """Before reusing an answer: does each cited entry still say what was cited (re-hashed)?
 
-        Use it before reusing an earlier answer. Each citation comes back valid, changed (with
-        the current hash), deleted or missing.
+        Each comes back valid, changed (with the current hash), deleted or missing.
         """
         with observe(metrics, "verify_citations") as call:
             triples = [(c.label, c.id, c.content_hash) for c in citations]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import anyio.to_thread
@@ -42,24 +43,69 @@ Resources pgrecall://stats, tags, recent and entry/{id} give an overview; prompt
 """
 
 
-def _untitled(node: Any) -> Any:
-    """A JSON schema without pydantic's generated titles ("Top K" for top_k: the name says it) and
-    without `"default": null` (an optional property that is left out is null already)."""
+# Keywords that constrain one JSON type only: beside a null they need no anyOf of their own.
+_TYPED_KEYWORDS = frozenset(
+    {
+        "type", "enum", "const", "format", "pattern", "minLength", "maxLength", "minimum", "maximum",
+        "exclusiveMinimum", "exclusiveMaximum", "items", "minItems", "maxItems", "additionalProperties",
+    }
+)  # fmt: skip
+
+
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf: [X, {type: null}]` written as X with "null" added to its type (and enum): the same
+    values accepted, in about half the bytes of pydantic's form for an optional argument."""
+    branches = node.get("anyOf")
+    if not (isinstance(branches, list) and len(branches) == 2 and branches[1] == {"type": "null"}):
+        return node
+    branch = branches[0]
+    typed = isinstance(branch, dict) and isinstance(branch.get("type"), str)
+    if not (typed and set(branch) <= _TYPED_KEYWORDS):
+        return node
+    merged = {key: value for key, value in node.items() if key != "anyOf"}
+    if set(merged) & set(branch):
+        return node
+    merged.update(branch, type=[branch["type"], "null"])
+    if "const" in branch:
+        merged["enum"] = [merged.pop("const")]
+    if "enum" in merged:
+        merged["enum"] = [*merged["enum"], None]
+    return merged
+
+
+def _lean(node: Any) -> Any:
+    """A JSON schema without pydantic's generated titles ("Top K" for top_k: the name says it),
+    without `"default": null` (an optional property that is left out is null already), and with
+    "or null" as a type list rather than an anyOf."""
     if isinstance(node, list):
-        return [_untitled(item) for item in node]
+        return [_lean(item) for item in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in ("properties", "$defs") and isinstance(value, dict):
-            out[key] = {name: _untitled(sub) for name, sub in value.items()}  # names, not keywords
+            out[key] = {name: _lean(sub) for name, sub in value.items()}  # names, not keywords
         elif not ((key == "title" and isinstance(value, str)) or (key == "default" and value is None)):
-            out[key] = _untitled(value)
-    return out
+            out[key] = _lean(value)
+    return _nullable(out)
+
+
+# What a model reads of tools/list; output schemas and annotations are for the client only.
+MODEL_VISIBLE_FIELDS = ("name", "description", "inputSchema")
+
+
+def model_visible_bytes(tools: Sequence[MCPTool]) -> int:
+    """Bytes of the tools' names, descriptions and input schemas as the client receives them
+    (compact UTF-8 JSON, aliases, no nulls): the context every conversation pays for the tools."""
+    visible = []
+    for tool in tools:
+        wire = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+        visible.append({key: wire[key] for key in MODEL_VISIBLE_FIELDS if key in wire})
+    return len(json.dumps(visible, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 class PgrecallServer(MCPServer):
-    """MCPServer with a smaller tool surface: untitled schemas, one-line argument errors, compact text."""
+    """MCPServer with a smaller tool surface: lean schemas, one-line argument errors, compact text."""
 
     _listed: list[MCPTool] | None = None
 
@@ -76,13 +122,13 @@ class PgrecallServer(MCPServer):
         super().remove_tool(name)
 
     async def list_tools(self) -> list[MCPTool]:
-        """The tools, their schemas without generated titles (computed once: tools are fixed at start)."""
+        """The tools with lean schemas (computed once: tools are fixed at start)."""
         if self._listed is None:
             self._listed = [
                 tool.model_copy(
                     update={
-                        "input_schema": _untitled(tool.input_schema),
-                        "output_schema": _untitled(tool.output_schema) if tool.output_schema else None,
+                        "input_schema": _lean(tool.input_schema),
+                        "output_schema": _lean(tool.output_schema) if tool.output_schema else None,
                     }
                 )
                 for tool in await super().list_tools()
