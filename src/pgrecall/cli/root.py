@@ -19,6 +19,7 @@ from pgrecall.cli import (
     bench,
     common,
     db,
+    debug,
     documents,
     entries,
     eval,
@@ -109,6 +110,7 @@ links.register(app)
 ops.register(app)
 transfer.register(app)
 documents.register(app)
+debug.register(app)
 serve.register(app)
 eval.register(app)
 bench.register(app)

@@ -146,6 +146,19 @@ class SearchResult:
     fusion_weights: dict[str, float] | None = None
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a search runs: the statement's parameters and how the question's vector came about."""
+
+    params: SearchParams
+    model_scale: ModelScale | None
+    options: SearchOptions
+    mode: Mode
+    embed_ms: float | None
+    reason: str | None
+    waited_ms: float | None
+
+
 class SearchService:
     """Hybrid search over one owner's entries; plain Python around the one SQL statement."""
 
@@ -200,42 +213,10 @@ class SearchService:
         """
         started = time.perf_counter()
         clean = check_query(query)
-        check_top_k(top_k)
-        opts = options or SearchOptions()
-        if not checked:
-            opts = self.check(opts)
-        want = check_mode(opts.mode)
-        vector: list[float] | None
-        embed_ms: float | None
-        reason: str | None
-        waited_ms: float | None = None
-        if query_vector is not None:
-            vector, embed_ms, reason = list(query_vector), None, None
-        elif want != "lexical":
-            vector, embed_ms, reason, waited_ms = self._embed(owner, clean)
-        else:
-            vector, embed_ms, reason = None, None, None
-        use_lexical = want != "vector" or vector is None
-        params = SearchParams(
-            owner=owner,
-            query=clean,
-            top_k=top_k,
-            vector=vector,
-            model=self.embedder.model if (vector is not None and self.embedder is not None) else None,
-            dim=len(vector) if vector is not None else None,
-            use_vector=vector is not None,
-            use_lexical=use_lexical,
-            filters=opts.filters,
-            min_similarity=opts.min_similarity,
-            recency_half_life_days=opts.recency_half_life_days,
-            tuning=self.tuning,
-            fusion=opts.fusion or "rrf",
-        )
-        # The model's scale is for a question against passages: not for a passage's own vector
-        # (the near-duplicate lookup), whose cosines to other passages run higher.
-        model_scale = self.model_scale() if vector is not None and query_vector is None else None
-        if model_scale is not None:
-            params = replace(params, cos_scale=(model_scale.unrelated, model_scale.related))
+        plan = self._plan(owner, clean, top_k, options, checked, query_vector)
+        params, model_scale, opts, want = plan.params, plan.model_scale, plan.options, plan.mode
+        vector, embed_ms, reason, waited_ms = params.vector, plan.embed_ms, plan.reason, plan.waited_ms
+        use_lexical = params.use_lexical
         fusion = params.fusion_used()
         sql_started = time.perf_counter()
         found = self.store.search(params)
@@ -272,6 +253,68 @@ class SearchService:
                 embedder_wait_ms=round(waited_ms, 3) if waited_ms is not None else None,
             ),
         )
+
+    def _plan(
+        self,
+        owner: str,
+        clean: str,
+        top_k: int,
+        options: SearchOptions | None,
+        checked: bool,
+        query_vector: Sequence[float] | None,
+    ) -> _Plan:
+        """The statement's parameters for this question (embedding it unless lexical or given)."""
+        check_top_k(top_k)
+        opts = options or SearchOptions()
+        if not checked:
+            opts = self.check(opts)
+        want = check_mode(opts.mode)
+        vector: list[float] | None
+        embed_ms: float | None
+        reason: str | None
+        waited_ms: float | None = None
+        if query_vector is not None:
+            vector, embed_ms, reason = list(query_vector), None, None
+        elif want != "lexical":
+            vector, embed_ms, reason, waited_ms = self._embed(owner, clean)
+        else:
+            vector, embed_ms, reason = None, None, None
+        params = SearchParams(
+            owner=owner,
+            query=clean,
+            top_k=top_k,
+            vector=vector,
+            model=self.embedder.model if (vector is not None and self.embedder is not None) else None,
+            dim=len(vector) if vector is not None else None,
+            use_vector=vector is not None,
+            use_lexical=want != "vector" or vector is None,
+            filters=opts.filters,
+            min_similarity=opts.min_similarity,
+            recency_half_life_days=opts.recency_half_life_days,
+            tuning=self.tuning,
+            fusion=opts.fusion or "rrf",
+        )
+        # The model's scale is for a question against passages: not for a passage's own vector
+        # (the near-duplicate lookup), whose cosines to other passages run higher.
+        model_scale = self.model_scale() if vector is not None and query_vector is None else None
+        if model_scale is not None:
+            params = replace(params, cos_scale=(model_scale.unrelated, model_scale.related))
+        return _Plan(params, model_scale, opts, want, embed_ms, reason, waited_ms)
+
+    def statement(
+        self, owner: str, query: str, *, top_k: int = 10, options: SearchOptions | None = None
+    ) -> tuple[str, dict[str, Any], SearchParams]:
+        """The exact statement search() would run for this question, and its bound parameters."""
+        plan = self._plan(owner, check_query(query), top_k, options, False, None)
+        text, bound = self.store.statement(plan.params)
+        return text, bound, plan.params
+
+    def explain(
+        self, owner: str, query: str, *, top_k: int = 10, options: SearchOptions | None = None
+    ) -> str:
+        """EXPLAIN (ANALYZE, BUFFERS) of that statement, run with the search's own settings."""
+        plan = self._plan(owner, check_query(query), top_k, options, False, None)
+        return self.store.explain(plan.params)
 
     def _embed(
         self, owner: str, query: str

@@ -285,6 +285,20 @@ class SearchStore:
             rows = conn.execute(statement, bind(params)).fetchall()
         return to_rows(rows)
 
+    def statement(self, params: SearchParams) -> tuple[str, dict[str, Any]]:
+        """The statement as PostgreSQL receives it (identifiers composed) and its bound parameters."""
+        with self.pool.connection() as conn:
+            return build_statement(params).as_string(conn), bind(params)
+
+    def explain(self, params: SearchParams) -> str:
+        """EXPLAIN (ANALYZE, BUFFERS) of the statement, inside a search's own transaction and knobs."""
+        statement = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + build_statement(params)
+        with self.pool.connection() as conn, conn.transaction():
+            settings = knobs(params.tuning, has_filters(params.filters), params.owner, self.distributed())
+            conn.execute(SQL_SET_KNOBS, settings)
+            rows = conn.execute(statement, bind(params)).fetchall()
+        return "\n".join(str(next(iter(r.values()))) for r in rows)
+
 
 def to_rows(rows: list[dict[str, Any]]) -> SearchRows:
     """Typed rows from the statement's dict rows."""
