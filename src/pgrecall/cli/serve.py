@@ -89,6 +89,7 @@ def serve(
 
     from pgrecall.mcp.auth import is_loopback
     from pgrecall.mcp.http_guard import HostPolicy, guarded_app, max_request_bytes
+    from pgrecall.mcp.http_limits import uvicorn_options
     from pgrecall.mcp.observability import configure_logging
     from pgrecall.mcp.runtime import Runtime
     from pgrecall.mcp.server import create_server
@@ -160,7 +161,14 @@ def serve(
                     "accepted as Host; set PGRECALL_HTTP_ALLOWED_HOSTS to the names clients use"
                 )
             asgi = guarded_app(server, policy, max_request_bytes(current.max_text_chars))
-            config = uvicorn.Config(asgi, host=host, port=port, log_level=log_level.lower(), log_config=None)
+            config = uvicorn.Config(
+                asgi,
+                host=host,
+                port=port,
+                log_level=log_level.lower(),
+                log_config=None,
+                **uvicorn_options(current),
+            )
             uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
     except KeyboardInterrupt:
         pass
