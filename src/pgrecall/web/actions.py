@@ -25,7 +25,7 @@ from pgrecall.web.security import (
     set_session_cookie,
     set_signin_cookie,
 )
-from pgrecall.web.sessions import Session
+from pgrecall.web.sessions import SIGNIN_WINDOW_S, Session, TooManySessionsError
 from pgrecall.web.ui import PageError, Ui, redirect, signed_in
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,13 @@ async def signin(ui: Ui, request: Request) -> Response:
         return await signin_form(
             ui, request, status=400, message="token: paste a token from pgrecall token create"
         )
+    if not ui.signin_limiter.allow(token.strip(), request.client.host if request.client else None):
+        log.warning("ui sign-in refused: too many attempts")
+        response = await signin_form(
+            ui, request, status=429, message="Too many sign-in attempts; wait a minute and try again."
+        )
+        response.headers["Retry-After"] = str(int(SIGNIN_WINDOW_S))
+        return response
     try:
         owner = await ui.call(ui.app.tokens.owner_of, token.strip())
     except PageError as exc:
@@ -67,7 +74,16 @@ async def signin(ui: Ui, request: Request) -> Response:
     if owner is None:
         log.warning("ui sign-in refused: unknown or revoked token")
         return await signin_form(ui, request, status=401, message="That token is unknown or revoked.")
-    return _with_session_cookie(ui.sessions.open(owner))
+    return await _open_session(ui, request, owner)
+
+
+async def _open_session(ui: Ui, request: Request, owner: str) -> Response:
+    try:
+        session = ui.sessions.open(owner)
+    except TooManySessionsError:
+        log.warning("ui sign-in refused: every session slot is taken")
+        return await signin_form(ui, request, status=503, message="Too many open sessions; try again later.")
+    return _with_session_cookie(session)
 
 
 def _with_session_cookie(session: Session) -> Response:
@@ -86,7 +102,7 @@ async def signin_once(ui: Ui, request: Request) -> Response:
             ui, request, status=401, message="That sign-in link was used already or expired."
         )
     # A redirect at once: the code leaves the address bar and is never sent as a Referer.
-    return _with_session_cookie(ui.sessions.open(owner))
+    return await _open_session(ui, request, owner)
 
 
 async def signout(ui: Ui, request: Request) -> Response:
