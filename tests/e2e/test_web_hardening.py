@@ -109,3 +109,48 @@ def _no_500_anywhere(ui: UiClient, entry_id: str, csrf: str) -> None:
         assert ui.post(f"/ui/entry/{entry_id}/edit", data=form).status_code < 500, (form_name, form_value)
 
     check()
+
+
+def test_sign_in_and_out_from_another_port_are_refused(token_env: dict[str, str], tmp_path: Path) -> None:
+    alice, mallory = _token(token_env, "alice"), _token(token_env, "mallory")
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        port = int(base.rsplit(":", 1)[1])
+        with ui_client(base) as browser:
+            form = browser.get("/ui/signin")
+            csrf = hidden_fields(form.text)["csrf"]
+            assert f"pgrecall_ui_signin_{port}" in browser.cookies
+            # A page on another port of the same loopback name posts the attacker's token.
+            for other in (
+                f"http://127.0.0.1:{port + 1}",
+                "http://localhost:9999",
+                f"http://[::1]:{port + 1}",
+            ):
+                forged = browser.post(
+                    "/ui/signin", data={"csrf": csrf, "token": mallory}, headers={"Origin": other}
+                )
+                assert forged.status_code == 403, other
+            assert "pgrecall_ui" not in browser.cookies
+            # Cookies are not isolated by port: a cookie planted by another server, with a value of
+            # its own choosing, under the old name or under ours, does not pass either.
+            for name in ("pgrecall_ui_signin", f"pgrecall_ui_signin_{port}"):
+                planted = UiClient(base)
+                planted.cookies[name] = "chosen.0123"
+                answer = planted.post("/ui/signin", data={"csrf": "chosen.0123", "token": mallory})
+                assert answer.status_code == 403 and "pgrecall_ui" not in planted.cookies, name
+                planted.http.close()
+            # The page's own origin, with its port, signs in.
+            own = browser.post(
+                "/ui/signin",
+                data={"csrf": csrf, "token": alice},
+                headers={"Origin": f"http://127.0.0.1:{port}"},
+            )
+            assert own.status_code == 303 and "pgrecall_ui" in browser.cookies
+            # Signing out from another port, or without the session's CSRF token, keeps the session.
+            session_csrf = hidden_fields(browser.get("/ui/entries").text)["csrf"]
+            out = browser.post(
+                "/ui/signout", data={"csrf": session_csrf}, headers={"Origin": f"http://127.0.0.1:{port + 1}"}
+            )
+            assert out.status_code == 403
+            assert browser.post("/ui/signout", data={"csrf": "forged"}).status_code == 303
+            page = browser.get("/ui/entries")
+            assert page.status_code == 200 and ">alice</strong>" in page.text

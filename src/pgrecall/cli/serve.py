@@ -103,6 +103,7 @@ def serve(
                 host,
                 [current.http_allowed_hosts, *(allowed_host or [])],
                 [current.http_allowed_origins, *(allowed_origin or [])],
+                port,
             )
         except ValueError as exc:
             fail(f"PGRECALL_HTTP_ALLOWED_HOSTS/ORIGINS or --allowed-host/--allowed-origin: {exc}", 2)

@@ -64,7 +64,8 @@ def ui(
         if browser and link is not None:
             webbrowser.open(link)
         typer.echo("pgrecall: Ctrl-C stops the page", err=True)
-        asgi = guarded_app(server, HostPolicy.for_bind(HOST), max_request_bytes(current.max_text_chars))
+        policy = HostPolicy.for_bind(HOST, port=taken)
+        asgi = guarded_app(server, policy, max_request_bytes(current.max_text_chars))
         config = uvicorn.Config(asgi, log_level=level.lower(), log_config=None, **uvicorn_options(current))
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -47,6 +48,7 @@ class Ui:
         self.app = app
         self.sessions = sessions
         self.signin_limiter = SignInLimiter()
+        self.signin_key = secrets.token_bytes(32)  # MACs the sign-in form's CSRF tokens
         # True where the process prints one-time sign-in links (`pgrecall ui`, a tokenless
         # loopback server); a token-protected server signs in with tokens only.
         self.codes_allowed = codes_allowed
