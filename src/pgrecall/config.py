@@ -91,6 +91,27 @@ class Settings(BaseSettings):
         description="Comma-separated Origin values (scheme://host[:port]) the HTTP transport accepts "
         "besides the bind address's own; requests with another Origin are refused.",
     )
+    http_max_connections: int = Field(
+        default=512,
+        ge=1,
+        le=100_000,
+        description="Open HTTP connections the server keeps at most (further ones are closed at once); "
+        "never more than half the process's file-descriptor limit, so a connection flood cannot starve "
+        "the database pool or the supervisor of descriptors.",
+    )
+    http_max_connections_per_client: int = Field(
+        default=64,
+        ge=1,
+        le=100_000,
+        description="Open HTTP connections one client address may hold; further ones are closed at once.",
+    )
+    http_header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Seconds a connection has to send a complete request header (after connecting or "
+        "after its previous response); slower connections are closed (slowloris).",
+    )
     pool_min_size: int = Field(default=1, ge=0, le=100, description="Minimum open connections in the pool.")
     pool_max_size: int = Field(default=8, ge=1, le=200, description="Maximum open connections in the pool.")
     statement_timeout_ms: int = Field(

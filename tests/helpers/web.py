@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import stat
 from html import unescape
 from http.cookies import SimpleCookie
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -69,8 +71,18 @@ def sign_in_with_token(client: UiClient, token: str) -> httpx.Response:
     return client.post("/ui/signin", data={"csrf": hidden_fields(form.text)["csrf"], "token": token})
 
 
-def once_link(log_text: str) -> str:
-    """The one-time sign-in link a tokenless server printed (path and query only)."""
-    found = re.search(r"sign in once at http://[^/]+(/ui/signin/once\?code=\S+)", log_text)
-    assert found, log_text
+LINK_SAID = "the one-time sign-in link is in"
+
+
+def once_link_url(home: Path) -> str:
+    """The one-time sign-in link a tokenless server wrote for its owner (not a terminal: to a file)."""
+    path = home / "ui" / "signin-link"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    return path.read_text().strip()
+
+
+def once_link(home: Path) -> str:
+    """The one-time sign-in link's path and query."""
+    found = re.fullmatch(r"http://[^/]+(/ui/signin/once\?code=\S+)", once_link_url(home))
+    assert found, once_link_url(home)
     return found.group(1)

@@ -5,8 +5,11 @@ Time limits here are hang guards (subprocess/poll bounds), never performance ass
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import logging
 import os
+import resource
 import selectors
 import signal
 import stat
@@ -165,6 +168,51 @@ def test_killed_postmaster_is_restarted_by_its_holder(short_home: Path) -> None:
                 assert conn.execute("SELECT 2 AS two").fetchone() == {"two": 2}
         finally:
             pool.close()
+
+
+def test_supervisor_outlives_running_out_of_file_descriptors(
+    short_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 39 A: EMFILE while checking the postmaster (a connection flood) used to end the thread."""
+    caplog.set_level(logging.WARNING, logger="pgrecall.db.supervisor")
+    settings = Settings(home=short_home, models="in-process")
+    with Database(settings) as db:
+        assert db.embedded is not None and db._supervisor is not None
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        held: list[int] = []
+        try:
+            highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+            resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 64, hard))
+            for _ in range(highest + 64):  # bounded: the limit stops it first
+                try:
+                    held.append(os.open(os.devnull, os.O_RDONLY))
+                except OSError as exc:
+                    assert exc.errno == errno.EMFILE
+                    break
+            for _ in range(100):  # bounded: the supervisor polls once a second
+                if any("check failed" in r.getMessage() for r in caplog.records):
+                    break
+                time.sleep(0.1)
+        finally:
+            for fd in held:
+                os.close(fd)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert any("Too many open files" in r.getMessage() for r in caplog.records), caplog.text
+        assert db._supervisor.alive()
+        before = _postmaster_pid(db.embedded)
+        os.kill(before, signal.SIGKILL)
+        restarted = False
+        for _ in range(240):  # bounded: the supervisor backs off up to 30 s between attempts
+            try:
+                with db.connect() as conn:
+                    restarted = conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+                if restarted and _postmaster_pid(db.embedded) != before:
+                    break
+            except (DatabaseUnavailableError, OSError, ValueError, IndexError):
+                pass  # down, or its pid file being rewritten
+            time.sleep(0.5)
+        assert restarted and _postmaster_pid(db.embedded) != before, caplog.text
+        assert db._supervisor.alive()
 
 
 _HOLDER = textwrap.dedent(

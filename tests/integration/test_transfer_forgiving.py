@@ -276,3 +276,31 @@ def test_imported_lines_say_which_unstemmable_language_they_are(app: App, tmp_pa
         (4, "detected_language"),
     ]
     assert app.entries.stats(OWNER).unsupported_languages == {"ko": 1, "pl": 1}
+
+
+def _hostile_lines() -> list[str]:
+    deep = "[" * 100_000 + "]" * 100_000
+    return [
+        json.dumps({"text": "Good line before the deep one.", "language": "en"}),
+        '{"text": "deeply nested metadata", "metadata": {"x": ' + deep + "}}",
+        json.dumps({"text": "Good line between the bad ones.", "language": "en"}),
+        '{"text": "a lone surrogate \\ud800 in the text", "language": "en"}',
+        '{"text": "a lone low surrogate", "title": "\\udfff", "language": "en"}',
+        deep,
+        '{"text": "an escaped emoji \\ud83d\\ude00 is fine", "language": "en"}',
+        json.dumps({"text": "Good line after the bad ones.", "language": "en"}),
+    ]
+
+
+def test_crafted_lines_are_reported_and_the_good_ones_imported(
+    app: App, settings: Settings, tmp_path: Path
+) -> None:
+    """Issue 39 D: deep nesting (RecursionError) and lone surrogates (UnicodeEncodeError) stopped it all."""
+    path = _write(tmp_path / "hostile.jsonl", _hostile_lines())
+    report = _import(app, path)
+    assert {e.line for e in report.errors} == {2, 4, 5, 6}, report.errors
+    assert _count(app) == 4
+    result = _cli(settings, "import", str(path), "--owner", "other-run")
+    assert "Traceback" not in result.stderr
+    for line, reason in ((2, "nested too deeply"), (4, "\\ud800"), (5, "\\udfff"), (6, "nested too deeply")):
+        assert f"{path}:{line}: " in result.stderr and reason in result.stderr, (line, result.stderr)

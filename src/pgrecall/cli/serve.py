@@ -8,12 +8,14 @@ import socket
 import sys
 import threading
 from enum import StrEnum
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pgrecall.cli.common import fail, settings
+from pgrecall.db.privatedir import ensure_private_dir, write_private_file
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -89,6 +91,7 @@ def serve(
 
     from pgrecall.mcp.auth import is_loopback
     from pgrecall.mcp.http_guard import HostPolicy, guarded_app, max_request_bytes
+    from pgrecall.mcp.http_limits import uvicorn_options
     from pgrecall.mcp.observability import configure_logging
     from pgrecall.mcp.runtime import Runtime
     from pgrecall.mcp.server import create_server
@@ -102,6 +105,7 @@ def serve(
                 host,
                 [current.http_allowed_hosts, *(allowed_host or [])],
                 [current.http_allowed_origins, *(allowed_origin or [])],
+                port,
             )
         except ValueError as exc:
             fail(f"PGRECALL_HTTP_ALLOWED_HOSTS/ORIGINS or --allowed-host/--allowed-origin: {exc}", 2)
@@ -160,7 +164,14 @@ def serve(
                     "accepted as Host; set PGRECALL_HTTP_ALLOWED_HOSTS to the names clients use"
                 )
             asgi = guarded_app(server, policy, max_request_bytes(current.max_text_chars))
-            config = uvicorn.Config(asgi, host=host, port=port, log_level=log_level.lower(), log_config=None)
+            config = uvicorn.Config(
+                asgi,
+                host=host,
+                port=port,
+                log_level=log_level.lower(),
+                log_config=None,
+                **uvicorn_options(current),
+            )
             uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
     except KeyboardInterrupt:
         pass
@@ -195,9 +206,29 @@ def _mount_ui(
     if not codes_allowed:
         return None
     shown = f"[{host}]" if ":" in host else host
-    link = f"http://{shown}:{port}/ui/signin/once?code={ui.sessions.issue_code(runtime.settings.owner)}"
-    typer.echo(f"pgrecall: web page for owner {runtime.settings.owner}, sign in once at {link}", err=True)
+    owner = runtime.settings.owner
+    link = f"http://{shown}:{port}/ui/signin/once?code={ui.sessions.issue_code(owner)}"
+    _hand_over_link(link, owner, runtime.settings.home)
     return link
+
+
+def _hand_over_link(link: str, owner: str, home: Path) -> None:
+    """Give the one-time link to the person, never to the log stream (stderr, collected as logs).
+
+    A terminal on stdout is the person: the link is printed there. Otherwise (a service, a pipe)
+    it goes to a file only this user can read, and the log says where.
+    """
+    path = home / "ui" / "signin-link"
+    if sys.stdout.isatty():
+        path.unlink(missing_ok=True)  # an earlier run's link: dead now, and not this one
+        typer.echo(f"pgrecall: web page for owner {owner}, sign in once at {link}")
+        return
+    path = write_private_file(ensure_private_dir(path.parent) / path.name, link + "\n")
+    typer.echo(
+        f"pgrecall: web page for owner {owner}: the one-time sign-in link is in {path} "
+        "(readable by this user only; valid once, for 10 minutes)",
+        err=True,
+    )
 
 
 def _serve_terminal(server: MCPServer) -> None:

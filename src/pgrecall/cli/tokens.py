@@ -14,20 +14,36 @@ from pgrecall.cli.common import echo_json, fail, open_app
 MIN_TOKEN_BITS = 128
 _CLASSES = (string.ascii_lowercase, string.ascii_uppercase, string.digits, "-_")
 STRENGTH_RULE = (
-    f"at least {MIN_TOKEN_BITS} bits estimated as length × log2(size of the character classes used: "
-    "a-z, A-Z, 0-9, -_), at least 8 distinct characters, and no 8-character stretch repeated"
+    f"at least {MIN_TOKEN_BITS} bits estimated: runs (abc…, 123…), keyboard rows (qwerty…), words, "
+    "dates and repeats count only as hard as zxcvbn finds them to guess, the rest length × log2(size "
+    "of the character classes used: a-z, A-Z, 0-9, -_); and at least 8 distinct characters"
 )
 
 
-def _strong(secret: str) -> bool:
-    """True when a token's secret part passes STRENGTH_RULE (a cheap guard against 'changeme…')."""
+def estimated_bits(secret: str) -> float:
+    """A token secret's strength in bits: zxcvbn's patterns, its brute-forced stretches by their classes.
+
+    zxcvbn alone prices a brute-forced character at log2(10) bits (it assumes human passwords), which
+    would refuse random 32-character URL-safe secrets (192 bits); its patterns (sequences, keyboard
+    walks, dictionary words, repeats, dates) are what a guesser tries first and are priced as it
+    prices them.
+    """
+    from zxcvbn import zxcvbn
+
     alphabet = sum(len(chars) for chars in _CLASSES if any(c in chars for c in secret))
-    if alphabet == 0 or len(secret) * math.log2(alphabet) < MIN_TOKEN_BITS or len(set(secret)) < 8:
-        return False
-    # "abcdabcd…", "1234567891234567…": some stretch of 8 comes back (random 32+ character
-    # secrets repeat one with a probability under one in a million).
-    windows = [secret[i : i + 8] for i in range(len(secret) - 7)]
-    return len(set(windows)) == len(windows)
+    per_char = math.log2(alphabet) if alphabet > 1 else 0.0
+    bits = 0.0
+    for match in zxcvbn(secret, max_length=max(len(secret), 1))["sequence"]:
+        if match["pattern"] == "bruteforce":
+            bits += len(match["token"]) * per_char
+        else:
+            bits += math.log2(max(float(match["guesses"]), 1.0))
+    return bits
+
+
+def _strong(secret: str) -> bool:
+    """True when a token's secret part passes STRENGTH_RULE (a guard against 'changeme…', 'abcdef…')."""
+    return len(set(secret)) >= 8 and estimated_bits(secret) >= MIN_TOKEN_BITS
 
 
 app = typer.Typer(help="Bearer tokens for `pgrecall serve --transport http` (only a hash is stored).")
@@ -48,7 +64,13 @@ def create(
     """Create a token and print it once; store it in your client, it cannot be shown again."""
     from pgrecall.domain.validation import check_owner
     from pgrecall.errors import InvalidInputError
-    from pgrecall.services.tokens import MIN_TOKEN_SECRET_CHARS, TOKEN_PREFIX, new_token
+    from pgrecall.services.tokens import (
+        MAX_TOKEN_CHARS,
+        MIN_TOKEN_SECRET_CHARS,
+        TOKEN_PREFIX,
+        new_token,
+        well_formed,
+    )
 
     try:
         owner = check_owner(owner)
@@ -56,10 +78,10 @@ def create(
         fail(str(exc))
     if from_env is not None:
         token = os.environ.get(from_env, "")
-        if not token.startswith(TOKEN_PREFIX) or len(token) < len(TOKEN_PREFIX) + MIN_TOKEN_SECRET_CHARS:
+        if not well_formed(token):
             fail(
-                f"{from_env} must hold {TOKEN_PREFIX!r} followed by at least {MIN_TOKEN_SECRET_CHARS} "
-                "URL-safe characters"
+                f"{from_env} must hold {TOKEN_PREFIX!r} followed by {MIN_TOKEN_SECRET_CHARS} to "
+                f"{MAX_TOKEN_CHARS - len(TOKEN_PREFIX)} URL-safe characters"
             )
         if not _strong(token.removeprefix(TOKEN_PREFIX)):
             fail(

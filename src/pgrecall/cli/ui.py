@@ -34,6 +34,7 @@ def ui(
         _warm_up,
     )
     from pgrecall.mcp.http_guard import HostPolicy, guarded_app, max_request_bytes
+    from pgrecall.mcp.http_limits import uvicorn_options
     from pgrecall.mcp.observability import configure_logging
     from pgrecall.mcp.runtime import Runtime
     from pgrecall.mcp.server import create_server
@@ -63,8 +64,9 @@ def ui(
         if browser and link is not None:
             webbrowser.open(link)
         typer.echo("pgrecall: Ctrl-C stops the page", err=True)
-        asgi = guarded_app(server, HostPolicy.for_bind(HOST), max_request_bytes(current.max_text_chars))
-        config = uvicorn.Config(asgi, log_level=level.lower(), log_config=None)
+        policy = HostPolicy.for_bind(HOST, port=taken)
+        asgi = guarded_app(server, policy, max_request_bytes(current.max_text_chars))
+        config = uvicorn.Config(asgi, log_level=level.lower(), log_config=None, **uvicorn_options(current))
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:
         pass

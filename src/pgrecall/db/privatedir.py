@@ -48,3 +48,15 @@ def ensure_private_dir(path: Path, uid: int | None = None) -> Path:
             os.chown(path, uid, -1)
     verify_private_dir(path, uid)
     return path
+
+
+def write_private_file(path: Path, text: str) -> Path:
+    """Replace `path` atomically with `text`, mode 0600 from the start (never readable by others)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    # O_EXCL | O_NOFOLLOW: never write through a planted file or symlink.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(tmp, path)
+    return path

@@ -43,12 +43,26 @@ class Supervisor:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    def alive(self) -> bool:
+        """True while the watching thread runs (it only ends on stop())."""
+        return self._thread.is_alive()
+
     def _run(self) -> None:
-        while not self._halt.wait(self.poll_s):
-            if self.server.postmaster_alive():
-                self._told_stopped = False
-                continue
-            self._restart()
+        # Nothing may end this thread but stop(): a server out of file descriptors (EMFILE from a
+        # connection flood) makes the pid-file read fail, and a dead supervisor would leave the
+        # next postmaster death unrepaired for the process's lifetime. Failures back off and retry.
+        wait = self.poll_s
+        while not self._halt.wait(wait):
+            try:
+                if self.server.postmaster_alive():
+                    self._told_stopped = False
+                else:
+                    self._restart()
+            except Exception as exc:
+                wait = min(max(wait * 2, self.first_delay_s), self.max_delay_s)
+                log.warning("database supervisor: check failed (%s); retrying in %.1f s", _reason(exc), wait)
+            else:
+                wait = self.poll_s
 
     def _restart(self) -> None:
         delay = self.first_delay_s
@@ -58,11 +72,10 @@ class Supervisor:
             try:
                 revived = self.server.revive()
             except Exception as exc:
-                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 log.warning(
                     "embedded PostgreSQL is down; restart attempt %d failed (%s); next in %.1f s",
                     attempt,
-                    reason,
+                    _reason(exc),
                     delay,
                 )
             else:
@@ -75,3 +88,8 @@ class Supervisor:
             if self._halt.wait(delay):
                 return
             delay = min(delay * 2, self.max_delay_s)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -149,14 +149,17 @@ def _entries(values: Iterable[str]) -> list[str]:
 class HostPolicy:
     """The Host and Origin values one server accepts."""
 
-    own_names: frozenset[str]  # any port, as Host and as an http(s) Origin's host
+    own_names: frozenset[str]  # any port as Host; as an Origin's host only with the server's port
     hosts: frozenset[tuple[str, int | None]]  # configured: port None or ANY_PORT = any port
     origins: frozenset[tuple[str, str, int]]  # configured (scheme, name, port or ANY_PORT)
     any_ip_literal: bool  # wildcard binds: any IP-literal Host is this machine's own address
+    port: int | None = None  # the server's port; None: not known, any port (own names only)
 
     @classmethod
-    def for_bind(cls, bind: str, hosts: Iterable[str] = (), origins: Iterable[str] = ()) -> HostPolicy:
-        """The policy of a server bound to `bind`, plus the extra allowed hosts and origins.
+    def for_bind(
+        cls, bind: str, hosts: Iterable[str] = (), origins: Iterable[str] = (), port: int | None = None
+    ) -> HostPolicy:
+        """The policy of a server bound to `bind`:`port`, plus the extra allowed hosts and origins.
 
         Malformed entries raise ValueError naming them.
         """
@@ -179,7 +182,7 @@ class HostPolicy:
             if origin is None:
                 raise ValueError(f"allowed origin {entry!r} is not http(s)://host[:port]")
             parsed_origins.add(origin)
-        return cls(frozenset(own), frozenset(parsed_hosts), frozenset(parsed_origins), wildcard)
+        return cls(frozenset(own), frozenset(parsed_hosts), frozenset(parsed_origins), wildcard, port)
 
     def host_ok(self, header: str | None) -> bool:
         """True when a Host header names this server."""
@@ -203,7 +206,9 @@ class HostPolicy:
         if origin is None:
             return False
         scheme, name, port = origin
-        if name in self.own_names:
+        # The port too: a page served from another port of 127.0.0.1 is another origin, and could
+        # otherwise post forms here (login CSRF, sign-out).
+        if name in self.own_names and (self.port is None or port == self.port):
             return True
         return (scheme, name, port) in self.origins or (scheme, name, ANY_PORT) in self.origins
 

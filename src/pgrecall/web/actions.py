@@ -7,7 +7,6 @@ session's (from the token it signed in with), never a form field.
 from __future__ import annotations
 
 import logging
-import secrets
 from typing import Any
 
 from starlette.requests import Request
@@ -18,14 +17,16 @@ from pgrecall.web.forms import entry_edit
 from pgrecall.web.pages import show_document, show_entry
 from pgrecall.web.security import (
     SESSION_COOKIE,
-    SIGNIN_COOKIE,
     clear_cookie,
     same_token,
     session_id,
     set_session_cookie,
     set_signin_cookie,
+    signin_cookie_name,
+    signin_token,
+    signin_token_ok,
 )
-from pgrecall.web.sessions import Session
+from pgrecall.web.sessions import SIGNIN_WINDOW_S, Session, TooManySessionsError
 from pgrecall.web.ui import PageError, Ui, redirect, signed_in
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ async def signin_form(ui: Ui, request: Request, *, status: int = 200, message: s
     """The sign-in page: a field for a bearer token (from `pgrecall token create`)."""
     if ui.session(request) is not None and message is None:
         return redirect("/ui")
-    csrf = secrets.token_urlsafe(32)
+    csrf = signin_token(ui.signin_key, request)
     response = ui.render(
         "signin.html",
         request,
@@ -46,20 +47,27 @@ async def signin_form(ui: Ui, request: Request, *, status: int = 200, message: s
         csrf=csrf,
         codes_allowed=ui.codes_allowed,
     )
-    set_signin_cookie(response, csrf)
+    set_signin_cookie(response, request, csrf)
     return response
 
 
 async def signin(ui: Ui, request: Request) -> Response:
     """Exchange a bearer token for a session cookie (the token itself is never stored in the browser)."""
     form = await request.form()
-    if not same_token(form.get("csrf"), request.cookies.get(SIGNIN_COOKIE)):
+    if not signin_token_ok(ui.signin_key, request, form.get("csrf")):
         return await signin_form(ui, request, status=403, message="The form expired; sign in again.")
     token = form.get("token")
     if not isinstance(token, str) or not token.strip() or len(token) > _MAX_TOKEN_CHARS:
         return await signin_form(
             ui, request, status=400, message="token: paste a token from pgrecall token create"
         )
+    if not ui.signin_limiter.allow(token.strip(), request.client.host if request.client else None):
+        log.warning("ui sign-in refused: too many attempts")
+        response = await signin_form(
+            ui, request, status=429, message="Too many sign-in attempts; wait a minute and try again."
+        )
+        response.headers["Retry-After"] = str(int(SIGNIN_WINDOW_S))
+        return response
     try:
         owner = await ui.call(ui.app.tokens.owner_of, token.strip())
     except PageError as exc:
@@ -67,13 +75,18 @@ async def signin(ui: Ui, request: Request) -> Response:
     if owner is None:
         log.warning("ui sign-in refused: unknown or revoked token")
         return await signin_form(ui, request, status=401, message="That token is unknown or revoked.")
-    return _with_session_cookie(ui.sessions.open(owner))
+    return await _open_session(ui, request, owner)
 
 
-def _with_session_cookie(session: Session) -> Response:
+async def _open_session(ui: Ui, request: Request, owner: str) -> Response:
+    try:
+        session = ui.sessions.open(owner)
+    except TooManySessionsError:
+        log.warning("ui sign-in refused: every session slot is taken")
+        return await signin_form(ui, request, status=503, message="Too many open sessions; try again later.")
     response = redirect("/ui")
     set_session_cookie(response, session)
-    clear_cookie(response, SIGNIN_COOKIE)
+    clear_cookie(response, signin_cookie_name(request))
     return response
 
 
@@ -86,14 +99,18 @@ async def signin_once(ui: Ui, request: Request) -> Response:
             ui, request, status=401, message="That sign-in link was used already or expired."
         )
     # A redirect at once: the code leaves the address bar and is never sent as a Referer.
-    return _with_session_cookie(ui.sessions.open(owner))
+    return await _open_session(ui, request, owner)
 
 
 async def signout(ui: Ui, request: Request) -> Response:
     """End the session (CSRF-checked: a foreign page cannot sign you out either)."""
     session = ui.session(request)
     form = await request.form()
-    if session is not None and same_token(form.get("csrf"), session.csrf):
+    if session is not None and not same_token(form.get("csrf"), session.csrf):
+        # Not from this page: the session stays, and so does the browser's cookie.
+        log.warning("ui sign-out refused: missing or wrong CSRF token")
+        return redirect("/ui")
+    if session is not None:
         ui.sessions.close(session_id(request))
     response = redirect("/ui/signin")
     clear_cookie(response, SESSION_COOKIE)

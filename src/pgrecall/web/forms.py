@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pgrecall.domain.entries import EntryFilters
+from pgrecall.domain.validation import MAX_VERSION
 from pgrecall.errors import InvalidInputError
 
 MODES = ("hybrid", "vector", "lexical")
@@ -27,6 +28,15 @@ def _text(params: Mapping[str, Any], name: str) -> str | None:
     return value or None
 
 
+def _whole_number(raw: object, maximum: int) -> int | None:
+    # ASCII digits only, and few of them: str.isdigit() accepts "²" (int() then raises), and
+    # int() of thousands of digits raises too (CPython's conversion limit): both were 500s.
+    if not isinstance(raw, str) or not raw.isascii() or not raw.isdigit() or len(raw) > len(str(maximum)):
+        return None
+    value = int(raw)
+    return value if value <= maximum else None
+
+
 def _tags(params: Mapping[str, Any], name: str) -> list[str] | None:
     raw = _text(params, name)
     if raw is None:
@@ -44,7 +54,12 @@ def _day(params: Mapping[str, Any], name: str, *, end_of_day: bool = False) -> d
     except ValueError:
         raise InvalidInputError(name, f"{raw!r} is not a date (YYYY-MM-DD)") from None
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
-    return start + timedelta(days=1) if end_of_day else start
+    if not end_of_day:
+        return start
+    try:
+        return start + timedelta(days=1)
+    except OverflowError:  # the day after 9999-12-31 is past datetime's range: no end bound at all
+        return None
 
 
 @dataclass(frozen=True)
@@ -91,12 +106,10 @@ def document_list_query(params: Mapping[str, Any]) -> DocumentListQuery:
     deleted = params.get("deleted") == "1"
     if deleted:
         echo["deleted"] = "1"
-    raw_offset = _text(params, "offset") or "0"
-    if not raw_offset.isdigit() or int(raw_offset) > _MAX_OFFSET:
+    offset = _whole_number(_text(params, "offset") or "0", _MAX_OFFSET)
+    if offset is None:
         raise InvalidInputError("offset", f"a whole number from 0 to {_MAX_OFFSET}")
-    return DocumentListQuery(
-        _text(params, "source_prefix"), _text(params, "version"), deleted, int(raw_offset), echo
-    )
+    return DocumentListQuery(_text(params, "source_prefix"), _text(params, "version"), deleted, offset, echo)
 
 
 @dataclass(frozen=True)
@@ -142,9 +155,11 @@ def entry_edit(form: Mapping[str, Any]) -> EntryEdit:
     text = form.get("text")
     if not isinstance(text, str):
         raise InvalidInputError("text", "is required")
-    raw_version = form.get("expected_version")
-    if not isinstance(raw_version, str) or not raw_version.isdigit():
-        raise InvalidInputError("expected_version", "is required (the version the form was opened at)")
+    expected_version = _whole_number(form.get("expected_version"), MAX_VERSION)
+    if expected_version is None:
+        raise InvalidInputError(
+            "expected_version", f"a whole number from 0 to {MAX_VERSION} (the version the form was opened at)"
+        )
     title = form.get("title")
     return EntryEdit(
         # Browsers send textarea line breaks as CRLF; the services normalize whitespace anyway.
@@ -153,5 +168,5 @@ def entry_edit(form: Mapping[str, Any]) -> EntryEdit:
         tags=_tags(form, "tags") or [],
         kind=_text(form, "kind"),
         language=_text(form, "language"),
-        expected_version=int(raw_version),
+        expected_version=expected_version,
     )

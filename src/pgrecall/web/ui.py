@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -15,7 +16,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from pgrecall.app import App
 from pgrecall.errors import InvalidInputError, NotFoundError, PgrecallError
 from pgrecall.web.security import secured, session_id
-from pgrecall.web.sessions import Session, SessionStore
+from pgrecall.web.sessions import Session, SessionStore, SignInLimiter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -46,6 +47,8 @@ class Ui:
     def __init__(self, app: App, sessions: SessionStore, *, codes_allowed: bool) -> None:
         self.app = app
         self.sessions = sessions
+        self.signin_limiter = SignInLimiter()
+        self.signin_key = secrets.token_bytes(32)  # MACs the sign-in form's CSRF tokens
         # True where the process prints one-time sign-in links (`pgrecall ui`, a tokenless
         # loopback server); a token-protected server signs in with tokens only.
         self.codes_allowed = codes_allowed

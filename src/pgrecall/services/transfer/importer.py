@@ -304,6 +304,9 @@ def run_import(
         except InvalidInputError as exc:
             report.errors.append(LineError(line, str(exc)))
             continue
+        except (RecursionError, UnicodeError) as exc:  # hostile values the reader let through
+            report.errors.append(LineError(line, f"cannot be imported ({type(exc).__name__})"))
+            continue
         if options.owner is not None and row.owner != options.owner:
             report.other_owner += 1
             continue

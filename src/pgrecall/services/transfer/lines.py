@@ -8,6 +8,7 @@ CSV…) ends with one hint instead of one error per line.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,9 @@ SNIFF_LINES = 5
 # A line longer than this is not read whole by the look (a one-line JSON array of a whole export).
 SNIFF_LINE_BYTES = 1 << 20
 MEMORY_TYPES = ("entity", "relation")
+# A \uD800-\uDFFF escape: JSON allows it alone, Python parses it into a lone surrogate, and UTF-8
+# (the content hash, PostgreSQL) cannot hold one. Only lines holding such an escape get the full check.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 @dataclass(frozen=True)
@@ -52,12 +56,27 @@ def read_jsonl(path: Path, on_line: Callable[[], object] | None = None) -> Itera
                 text = text.removeprefix("\ufeff")
             if not text.strip():
                 continue
-            try:
-                yield number, json.loads(text, parse_constant=_reject_constant)
-            except json.JSONDecodeError as exc:
-                yield number, LineError(number, f"not valid JSON: {exc.msg} at column {exc.colno}")
-            except ValueError as exc:
-                yield number, LineError(number, f"not valid JSON: {exc}")
+            yield number, parse_line(number, text)
+
+
+def parse_line(number: int, text: str) -> Any:
+    """One line's JSON value, or a LineError saying why it is none (never raises on hostile input)."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        return LineError(number, f"not valid JSON: {exc.msg} at column {exc.colno}")
+    except ValueError as exc:
+        return LineError(number, f"not valid JSON: {exc}")
+    except RecursionError:
+        # The parser's own depth guard (about a thousand levels): raised before memory grows.
+        return LineError(number, "nested too deeply to be an entry")
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            escape = f"\\u{ord(exc.object[exc.start]):04x}"
+            return LineError(number, f"holds a lone surrogate escape ({escape}), which is not a character")
+    return value
 
 
 def count_lines(path: Path) -> int:
