@@ -64,6 +64,10 @@ TOOLS = {
     "link_entries",
     "unlink_entries",
     "get_related",
+    "ingest_document",
+    "get_document",
+    "list_documents",
+    "delete_document",
 }
 # Moderate by default so the file runs in a couple of minutes; raise it to hunt harder.
 EXAMPLES = int(os.environ.get("PGRECALL_HOSTILE_EXAMPLES", "60"))
@@ -605,6 +609,37 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
             {"from_id": ident, "to_id": ident, "relation": (st.one_of(st.none(), RELATION[0]), RELATION[1])},
             ("from_id", "to_id"),
         ),
+        "ingest_document": tool_args(
+            {
+                "source": (SOURCE_OK.filter(lambda v: v is not None), SOURCE_BAD),
+                "text": TEXT,
+                "path": (st.none(), st.one_of(st.sampled_from(["/etc/passwd", "../x", "\x00"]), WRONG)),
+                "format": (
+                    st.one_of(st.none(), st.sampled_from(["markdown", "text", "html", "rst"])),
+                    st.one_of(st.sampled_from(["docx", "", "PDF "]), WRONG),
+                ),
+                "title": TITLE,
+                "version": (
+                    st.one_of(st.none(), st.sampled_from(["1", "2.0", "v3-beta"])),
+                    st.one_of(st.sampled_from(["x" * 101, "a\x00", "\n"]), WRONG),
+                ),
+                "language": (st.one_of(LANGUAGE_OK, st.none()), LANGUAGE_BAD),
+            },
+            ("source", "text"),
+        ),
+        "get_document": tool_args(
+            {"id": ident, "section": (st.one_of(st.none(), st.just("*"), SHORT_VALID), WRONG)}, ("id",)
+        ),
+        "list_documents": tool_args(
+            {
+                "source_prefix": (SOURCE_OK, SOURCE_BAD),
+                "version": (st.one_of(st.none(), st.sampled_from(["1", "2.0"])), WRONG),
+                "include_deleted": FLAG,
+                "limit": _ints(1, 200),
+                "offset": _ints(0, 1_000_000),
+            }
+        ),
+        "delete_document": tool_args({"id": ident, "restore": FLAG}, ("id",)),
         "get_related": tool_args(
             {
                 "id": ident,
@@ -768,6 +803,8 @@ class Checker:
             "restore_entry",
             "link_entries",
             "unlink_entries",
+            "ingest_document",
+            "delete_document",
         }
         if tool not in writers:
             assert _snapshot(self.url) == before, f"read-only {tool}({_show(args)}) changed the store"
@@ -775,7 +812,12 @@ class Checker:
         return True, data
 
     async def _check_success(self, tool: str, args: dict[str, Any], data: dict[str, Any]) -> None:
-        if tool == "add_entry" and not data["idempotent_replay"]:
+        if tool == "add_entry" and data.get("document_id"):
+            # A long note is stored as a document of chunks; the document keeps the text as given.
+            whole = await call(self.client, "get_document", id=data["document_id"], section="*")
+            assert whole["text"] == args["text"], "the text must be stored exactly as given"
+            assert data["content_hash"] == content_hash(args["text"]) == whole["document"]["content_hash"]
+        elif tool == "add_entry" and not data["idempotent_replay"]:
             stored = await call(self.client, "get_entry", id=data["id"])
             assert stored["text"] == args["text"], "the text must be stored exactly as given"
             assert data["content_hash"] == content_hash(args["text"]) == stored["content_hash"]

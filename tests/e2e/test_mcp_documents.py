@@ -130,3 +130,21 @@ async def test_document_and_version_filters_and_group_by(client: Client) -> None
     assert built["status"] == "ok"
     both = await call(client, "build_context", query=question, source="guide.md")
     assert both["status"] == "warning" and "2 versions" in both["warnings"][0]
+
+
+async def test_a_long_note_is_chunked_and_its_text_kept_exactly(client: Client) -> None:
+    paragraphs = [
+        f"Paragraph {i}: the {word} is logged in the maintenance book with its serial number."
+        for i, word in enumerate(["pump", "valve", "boiler", "kettle", "grinder"] * 12)
+    ]
+    text = "\n\n".join(paragraphs)
+    added = await call(client, "add_entry", text=text, title="Maintenance log")
+    assert added["document_id"] and added["chunks"] >= 2
+    whole = await call(client, "get_document", id=added["document_id"], section="*")
+    assert whole["text"] == text and added["content_hash"] == whole["document"]["content_hash"]
+    again = await call(client, "add_entry", text=text, title="Maintenance log")
+    assert again["idempotent_replay"] and again["document_id"] == added["document_id"]
+    # A text that normalizing would change (CR line ends) stays one entry, exactly as given.
+    crlf = await call(client, "add_entry", text=text.replace("\n", "\r\n"))
+    assert crlf.get("document_id") is None
+    assert (await call(client, "get_entry", id=crlf["id"]))["text"] == text.replace("\n", "\r\n")

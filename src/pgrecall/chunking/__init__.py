@@ -7,7 +7,7 @@ normalized document: `chunk.text == document.text[chunk.start:chunk.end]`.
 from __future__ import annotations
 
 from pgrecall.chunking.chunker import chunk
-from pgrecall.chunking.decode import detect_format
+from pgrecall.chunking.decode import detect_format, normalize
 from pgrecall.chunking.model import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MIN_CHARS,
@@ -29,5 +29,6 @@ __all__ = [
     "ParsedDocument",
     "chunk",
     "detect_format",
+    "normalize",
     "parse",
 ]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from pgrecall.domain.documents import Document
 from pgrecall.domain.entries import Entry
 from pgrecall.domain.text import snippet
-from pgrecall.services.documents import Ingested, Section
+
+if TYPE_CHECKING:
+    from pgrecall.services.documents import Ingested, Section
 
 
 class DocumentOut(BaseModel):
@@ -92,9 +95,12 @@ class DocumentDetailOut(BaseModel):
 
     document: DocumentOut
     sections: list[SectionOut]
+    text: str | None = Field(default=None, description='With section "*": the whole text, as stored.')
 
     @classmethod
-    def of(cls, document: Document, sections: list[Section], show: str | None) -> DocumentDetailOut:
+    def of(
+        cls, document: Document, sections: list[Section], show: str | None, text: str | None = None
+    ) -> DocumentDetailOut:
         def chunk(entry: Entry, full: bool) -> ChunkOut:
             return ChunkOut(
                 id=str(entry.id),
@@ -107,6 +113,7 @@ class DocumentDetailOut(BaseModel):
         wanted = show.strip().lower() if show else None
         return cls(
             document=DocumentOut.of(document),
+            text=text,
             sections=[
                 SectionOut(
                     path=s.path,

@@ -4,12 +4,11 @@
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from pgrecall.chunking import DocumentError
 from pgrecall.errors import InvalidInputError
 from pgrecall.mcp import params as p
 from pgrecall.mcp.document_schemas import DocumentDetailOut, DocumentListOut, DocumentOut, IngestOut
@@ -17,6 +16,9 @@ from pgrecall.mcp.errors import run_blocking
 from pgrecall.mcp.notifications import announce_write
 from pgrecall.mcp.observability import observe
 from pgrecall.mcp.runtime import Runtime, runtime_tool
+
+if TYPE_CHECKING:
+    from pgrecall.services.documents import Ingested
 
 DocumentId = Annotated[str, Field(description="Document id (UUID).")]
 Version = Annotated[str | None, Field(description="Version label, e.g. '2.1'.", max_length=100)]
@@ -42,7 +44,19 @@ def _payload(text: str | None, path: str | None, roots: list[Path] | None) -> tu
     try:
         return resolved.read_bytes(), resolved.name
     except OSError as exc:
-        raise DocumentError(f"{path}: {exc.strerror or type(exc).__name__}") from None
+        raise InvalidInputError("path", f"{path}: {exc.strerror or type(exc).__name__}") from None
+
+
+def _naming_the_content(
+    field: str, ingest: "Callable[..., Ingested]", *args: Any, **kwargs: Any
+) -> "Ingested":
+    """Run an ingest; content that cannot be parsed is the caller's mistake, named by its field."""
+    from pgrecall.chunking import DocumentError  # the parsers load with the first ingest, not at start
+
+    try:
+        return ingest(*args, **kwargs)
+    except DocumentError as exc:
+        raise InvalidInputError(field, str(exc)) from None
 
 
 def register_document_tools(
@@ -73,6 +87,8 @@ def register_document_tools(
             roots = runtime.settings.ingest_root_paths
             data, name = await run_blocking(_payload, text, path, roots if read_paths else None)
             done = await run_blocking(
+                _naming_the_content,
+                "path" if path is not None else "text",
                 runtime.app.documents.ingest,
                 owner,
                 data,
@@ -94,12 +110,16 @@ def register_document_tools(
     async def get_document(
         id: DocumentId,
         section: Annotated[
-            str | None, Field(description="Section heading (or path tail) whose text to include.")
+            str | None, Field(description='Section heading (or path tail) whose text to include; "*": all.')
         ] = None,
     ) -> DocumentDetailOut:
         """A document's outline: sections in order with chunk ids and hashes; with `section`, its text."""
         with observe(runtime.metrics, "get_document"):
-            document, sections = await run_blocking(runtime.app.documents.outline, current_owner(), id)
+            owner = current_owner()
+            document, sections = await run_blocking(runtime.app.documents.outline, owner, id)
+            if section is not None and section.strip() == "*":
+                text = await run_blocking(runtime.app.documents.text, owner, document.id)
+                return DocumentDetailOut.of(document, sections, None, text)
             return DocumentDetailOut.of(document, sections, section)
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)

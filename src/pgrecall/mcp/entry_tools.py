@@ -3,7 +3,7 @@
 # No `from __future__ import annotations`: the SDK evaluates tool signatures.
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
@@ -14,6 +14,9 @@ from pgrecall.mcp.errors import run_blocking
 from pgrecall.mcp.notifications import announce_write
 from pgrecall.mcp.observability import observe
 from pgrecall.mcp.runtime import Runtime, runtime_tool
+
+if TYPE_CHECKING:
+    from pgrecall.services.documents import LongNote
 from pgrecall.mcp.schemas import (
     AddEntryResult,
     DeleteResult,
@@ -26,14 +29,13 @@ from pgrecall.mcp.schemas import (
     StatsResult,
     WriteResult,
 )
-from pgrecall.services.documents import LongNote
 
 
 def register_entry_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
     """Register the entry tools on `server`."""
     max_text = runtime.settings.max_text_chars
 
-    async def _long_note_result(long: LongNote, fields: dict[str, Any]) -> AddEntryResult:
+    async def _long_note_result(long: "LongNote", fields: dict[str, Any]) -> AddEntryResult:
         done, first = long.ingested, long.first
         if done.vector_pending:
             runtime.reembed.poke(first.owner)

@@ -18,7 +18,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Literal
 
-from pgrecall.chunking import DocumentError, chunk, detect_format, parse
+from pgrecall.chunking import DocumentError, chunk, detect_format, normalize, parse
 from pgrecall.config import Settings
 from pgrecall.domain.documents import ChunkDraft, Document, chunk_title, plan_chunks
 from pgrecall.domain.entries import Entry, NewEntry, embedding_text
@@ -158,6 +158,7 @@ class DocumentService:
             language=resolved.regconfig,
             metadata=doc_metadata,
             content_hash=content_hash(parsed.text),
+            text=parsed.text,
             size_bytes=size_bytes if size_bytes is not None else len(data),
             mtime=mtime,
         )
@@ -280,13 +281,18 @@ class DocumentService:
         """A note longer than two chunks, stored as a document of chunks (None: short, add it as an entry).
 
         One vector for a long text would average its passages away; as chunks, each passage is
-        found as if it had been stored alone. Its source is the one given, else `note:` and the
+        found as if it had been stored alone; the document keeps the whole text, exactly as given
+        (get_document with section "*"). Its source is the one given, else `note:` and the
         idempotency key or the text's hash: the same long text again writes nothing.
         `keeps_one_entry`: the caller asked for what only an entry has (an expiry, a supersede link).
         """
         if keeps_one_entry or len(text) <= 2 * self.settings.chunk_chars:
             return None
         body = check_body(text, self.settings.max_text_chars)
+        if normalize(body) != body:
+            # Chunks are spans of the normalized text: a text that normalizing would change (CR
+            # line ends, trailing spaces, decomposed accents) stays one entry, exactly as given.
+            return None
         key = check_idempotency_key(idempotency_key)
         named = check_source(source) or f"note:{key or content_hash(body).removeprefix('sha256:')[:32]}"
         done = self.ingest(
@@ -415,7 +421,11 @@ class DocumentService:
 
     def get(self, owner: str, document_id: str | uuid.UUID, *, include_deleted: bool = False) -> Document:
         """One document by id."""
-        return self.store.get(owner, parse_id(document_id, "document_id"), include_deleted=include_deleted)
+        return self.store.get(owner, parse_id(document_id), include_deleted=include_deleted)
+
+    def text(self, owner: str, document_id: str | uuid.UUID) -> str:
+        """A document's whole normalized text (every chunk is a span of it)."""
+        return self.store.text(owner, parse_id(document_id))
 
     def outline(self, owner: str, document_id: str | uuid.UUID) -> tuple[Document, list[Section]]:
         """A document and its sections, each with its chunks in document order."""
@@ -451,8 +461,8 @@ class DocumentService:
 
     def delete(self, owner: str, document_id: str | uuid.UUID) -> Document:
         """Soft-delete a document with its chunks (restorable)."""
-        return self.store.delete(owner, parse_id(document_id, "document_id"))
+        return self.store.delete(owner, parse_id(document_id))
 
     def restore(self, owner: str, document_id: str | uuid.UUID) -> Document:
         """Bring back a deleted document and the chunks its delete took."""
-        return self.store.restore(owner, parse_id(document_id, "document_id"))
+        return self.store.restore(owner, parse_id(document_id))

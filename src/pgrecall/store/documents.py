@@ -45,15 +45,15 @@ WHERE owner = %(owner)s AND source = %(source)s AND coalesce(version_label, '') 
 
 SQL_INSERT_DOCUMENT = f"""
 INSERT INTO documents (owner, source, title, version_label, format, language, metadata, content_hash,
-                       size_bytes, mtime)
+                       text, size_bytes, mtime)
 VALUES (%(owner)s, %(source)s, %(title)s, %(version)s, %(format)s, %(language)s::regconfig, %(metadata)s,
-        %(content_hash)s, %(size_bytes)s, %(mtime)s)
+        %(content_hash)s, %(text)s, %(size_bytes)s, %(mtime)s)
 RETURNING {DOC_COLUMNS}
 """
 
 SQL_UPDATE_DOCUMENT = f"""
 UPDATE documents SET title = %(title)s, format = %(format)s, language = %(language)s::regconfig,
-    metadata = %(metadata)s, content_hash = %(content_hash)s, size_bytes = %(size_bytes)s,
+    metadata = %(metadata)s, content_hash = %(content_hash)s, text = %(text)s, size_bytes = %(size_bytes)s,
     mtime = %(mtime)s, updated_at = statement_timestamp()
 WHERE owner = %(owner)s AND id = %(id)s
 RETURNING {DOC_COLUMNS}
@@ -103,6 +103,11 @@ WHERE owner = %(owner)s AND id = ANY(%(ids)s::uuid[]) AND deleted_at IS NULL
 """
 
 SQL_GET_DOCUMENT = f"SELECT {DOC_COLUMNS} FROM documents WHERE owner = %(owner)s AND id = %(id)s"
+
+# The whole text only where asked for: a listing never carries it.
+SQL_DOCUMENT_TEXT = (
+    "SELECT text FROM documents WHERE owner = %(owner)s AND id = %(id)s AND deleted_at IS NULL"
+)
 
 # A document and its current chunks go together, at one timestamp, so a restore brings back
 # exactly the chunks the delete took (not chunks removed earlier by a re-ingest).
@@ -167,6 +172,7 @@ class DocumentDraft:
     language: str
     metadata: dict[str, Any]
     content_hash: str
+    text: str  # the whole normalized text; every chunk is a span of it
     size_bytes: int | None
     mtime: datetime | None
 
@@ -197,6 +203,7 @@ class DocumentWriter:
             "language": draft.language,
             "metadata": Jsonb(draft.metadata),
             "content_hash": draft.content_hash,
+            "text": draft.text,
             "size_bytes": draft.size_bytes,
             "mtime": draft.mtime,
         }
@@ -279,8 +286,16 @@ class DocumentStore:
         with owner_transaction(self.pool, owner) as conn:
             row = conn.execute(SQL_GET_DOCUMENT, {"owner": owner, "id": document_id}).fetchone()
         if row is None or (row["deleted_at"] is not None and not include_deleted):
-            raise NotFoundError(f"document_id: no document {document_id}")
+            raise NotFoundError(f"id: no document {document_id}")
         return _document(row)
+
+    def text(self, owner: str, document_id: uuid.UUID) -> str:
+        """A live document's whole normalized text."""
+        with owner_transaction(self.pool, owner) as conn:
+            row = conn.execute(SQL_DOCUMENT_TEXT, {"owner": owner, "id": document_id}).fetchone()
+        if row is None:
+            raise NotFoundError(f"id: no document {document_id}")
+        return str(row["text"])
 
     def chunks(self, owner: str, document_id: uuid.UUID) -> builtins.list[Entry]:
         """The document's current chunks in document order."""
@@ -343,7 +358,7 @@ class DocumentStore:
             if row is None:
                 found = conn.execute(SQL_GET_DOCUMENT, {"owner": owner, "id": document_id}).fetchone()
                 if found is None:
-                    raise NotFoundError(f"document_id: no document {document_id}")
+                    raise NotFoundError(f"id: no document {document_id}")
                 return _document(found)  # already deleted: nothing to do
         return _document(row)
 
@@ -354,6 +369,6 @@ class DocumentStore:
             if row is None:
                 found = conn.execute(SQL_GET_DOCUMENT, {"owner": owner, "id": document_id}).fetchone()
                 if found is None:
-                    raise NotFoundError(f"document_id: no document {document_id}")
+                    raise NotFoundError(f"id: no document {document_id}")
                 return _document(found)
         return _document(row)

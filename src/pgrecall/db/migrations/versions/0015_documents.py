@@ -5,7 +5,8 @@ Revises: 0014_hnsw_degree
 Create Date: 2026-11-27
 
 A document is what was ingested from one source (a path or a URL string) in one version: its
-title, format, language, metadata, the hash of its whole normalized text, and the fingerprint of
+title, format, language, metadata, its whole normalized text (every chunk is a span of it) and its
+hash, and the fingerprint of
 the file it came from (size, mtime) so an unchanged file is skipped without being read twice. Its
 chunks are ordinary entries (own text, hash, regconfig, tsv, vector), so hybrid search, filters,
 pins, citations and supersede apply to them unchanged; `document_id`, `ordinal` and
@@ -36,6 +37,7 @@ def upgrade() -> None:
             language      regconfig   NOT NULL DEFAULT 'simple',
             metadata      jsonb       NOT NULL DEFAULT '{}'::jsonb,
             content_hash  text        NOT NULL,
+            text          text        NOT NULL,
             size_bytes    bigint,
             mtime         timestamptz,
             chunk_count   integer     NOT NULL DEFAULT 0,
