@@ -3,7 +3,7 @@
 Run: python benchmarks/citus_check.py --pg-bin DIR [--json benchmarks/citus_check.json]
 
 DIR holds the `bin` of PostgreSQL 18 with the citus and vector extensions installed (built from
-source outside this repository; README "Scaling out" says how). The check starts a coordinator,
+source outside this repository; docs/scaling.md says how). The check starts a coordinator,
 two workers and a single node on loopback (benchmarks/citus_cluster.py), migrates both to head,
 runs `pgrecall migrate citus` on the coordinator (twice: it is repeatable) and on the single node
 (it must refuse), loads the same entries of three owners into both (texts from Cranfield, CISI and
