@@ -56,7 +56,16 @@ def eval_command(
             "qrels/test.tsv (query-id, corpus-id, score; header line). Repeat it for several "
             "collections: each is evaluated on its own, then a table compares them.",
         ),
-    ],
+    ] = [],  # noqa: B006 - typer reads the default, never mutates it
+    documents: Annotated[
+        list[Path],
+        typer.Option(
+            "--documents",
+            help="Long-document collection (documents.jsonl, documents/, queries.jsonl, "
+            "qrels/documents.tsv, qrels/passages.jsonl): documents stored as chunks against one "
+            "entry per document, document- and passage-level nDCG@10, ingest throughput. Repeatable.",
+        ),
+    ] = [],  # noqa: B006
     modes: Annotated[
         str, typer.Option(help="Comma-separated search modes to evaluate.")
     ] = "hybrid,vector,lexical",
@@ -65,7 +74,16 @@ def eval_command(
     ] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw a grouped bar chart (PNG) to this file.")] = None,
     limit_queries: Annotated[
-        int | None, typer.Option(min=1, help="Evaluate only the first N judged queries.")
+        int | None,
+        typer.Option(min=1, help="Evaluate only N judged queries (--documents: evenly spaced)."),
+    ] = None,
+    limit_documents: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="--documents only: ingest N documents, evenly spaced over the collection, and "
+            "keep the queries judged on them.",
+        ),
     ] = None,
     embedder: Annotated[
         EvalEmbedder | None,
@@ -78,10 +96,19 @@ def eval_command(
     collection goes into a fresh database on the same server (never your entries), which is
     dropped at the end, also on an error or Ctrl-C. Document vectors are cached under
     PGRECALL_HOME/cache/vectors, so a second run does not embed again.
+
+    With --documents, each long-document collection is ingested twice into fresh databases: as
+    chunks (DocumentService.ingest at PGRECALL_CHUNK_CHARS) and as one entry per document.
     """
+    if not dataset and not documents:
+        fail("give at least one --dataset or --documents collection", 2)
+    if plot is not None and documents:
+        fail("--plot draws --dataset collections only", 2)
     _require(_BENCH_MODULES | ({"matplotlib": "matplotlib"} if plot is not None else {}))
     # Imported here: the evaluation pulls in numpy-heavy libraries other commands never need.
     from pgrecall.evaluation import evaluate, parse_modes
+    from pgrecall.evaluation.documents_eval import evaluate_documents
+    from pgrecall.evaluation.documents_eval import table as documents_table
     from pgrecall.evaluation.report import plot as draw
     from pgrecall.evaluation.report import plot_collections, summary, table, write_json
 
@@ -93,10 +120,20 @@ def eval_command(
     except PgrecallError as exc:
         fail(str(exc), 2)
     docs = []
-    for path in dataset:
+    runs = [(path, False) for path in dataset] + [(path, True) for path in documents]
+    for path, is_documents in runs:
         try:
             with _sigterm_as_exit():
-                doc = evaluate(current, path, modes=chosen, limit_queries=limit_queries)
+                if is_documents:
+                    doc = evaluate_documents(
+                        current,
+                        path,
+                        modes=chosen,
+                        limit_documents=limit_documents,
+                        limit_queries=limit_queries,
+                    )
+                else:
+                    doc = evaluate(current, path, modes=chosen, limit_queries=limit_queries)
         except PgrecallError as exc:
             fail(str(exc))
         except KeyboardInterrupt:
@@ -104,11 +141,12 @@ def eval_command(
                 "interrupted; the evaluation database was dropped (vectors embedded so far stay cached)",
                 130,
             )
-        typer.echo(table(doc))
+        typer.echo(documents_table(doc) if is_documents else table(doc))
         docs.append(doc)
-    if len(docs) > 1:
+    beir = [d for d in docs if d.get("kind") != "documents"]
+    if len(beir) > 1:
         typer.echo("")
-        typer.echo(summary(docs))
+        typer.echo(summary(beir))
     if json_out is not None:
         write_json(docs[0] if len(docs) == 1 else {"collections": docs}, json_out)
         typer.echo(f"wrote {json_out}")
