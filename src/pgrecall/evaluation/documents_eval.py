@@ -478,7 +478,7 @@ def evaluate_documents(
                     log, units = ingest_whole(app, collection, doc_ids, caching, progress)
                 ingest[store] = log.report()
                 counts[store] = len(units)
-                app.search.warm_scale(wait=True)
+                app.search.model_scale()
                 for system in systems:
                     run = run_system(system, app.search, queries, units, progress)
                     results[store][system] = _score(run, collection, qrels, passages)
