@@ -10,6 +10,8 @@ import pytest
 from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.db import migrate as schema
+from pgrecall.domain.language import CJK_RUN
+from pgrecall.evaluation.runner import cjk_bigram_tokens
 from pgrecall.services.search import SearchOptions
 from tests.integration.test_search_stats import df_of, mismatches
 
@@ -104,3 +106,21 @@ def test_migration_bigrams_existing_entries_and_back(empty_db_url: str) -> None:
     assert df_of(url, "検索") == 0 and mismatches(url) == (0, 0)
     schema.upgrade(url, "head")
     assert df_of(url, "検索") == 1 and mismatches(url) == (0, 0)
+
+
+def test_the_eval_reference_splits_as_the_index_does(db_url: str) -> None:
+    # `pgrecall eval`'s bigram BM25 reference and the stored tsv must see the same CJK terms.
+    texts = [JAPANESE, CHINESE, KOREAN, "ｶﾀｶﾅ 々 日本語テキスト abc"]
+    with psycopg.connect(db_url) as conn:
+        for text in texts:
+            row = conn.execute(
+                "SELECT array_agg(t.lexeme ORDER BY t.lexeme) FROM unnest(to_tsvector('simple', "
+                "pgrecall_cjk_bigrams(%s))) AS t",
+                (text,),
+            ).fetchone()
+            assert row is not None
+            indexed = {lexeme for lexeme in row[0] if CJK_RUN.search(lexeme)}
+            reference = {
+                t for t in cjk_bigram_tokens(text, r"(?u)\b\w\w+\b", frozenset()) if CJK_RUN.search(t)
+            }
+            assert indexed == reference
