@@ -124,3 +124,12 @@ def test_the_eval_reference_splits_as_the_index_does(db_url: str) -> None:
                 t for t in cjk_bigram_tokens(text, r"(?u)\b\w\w+\b", frozenset()) if CJK_RUN.search(t)
             }
             assert indexed == reference
+
+
+def test_matched_cjk_words_are_marked(app: App) -> None:
+    app.entries.add("default", text=CHINESE)
+    result = app.search.search("default", "代码审查", top_k=1, options=LEXICAL)
+    terms = result.hits[0].breakdown.matched_terms
+    assert terms == ["代码", "审查", "码审"]
+    (pieces,) = app.highlighter.pieces([(CHINESE, "simple", terms)])
+    assert [p.text for p in pieces if p.matched] == ["代码审查"]
