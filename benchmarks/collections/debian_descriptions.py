@@ -9,11 +9,16 @@ a known-item judgement made by the people who wrote both, not by us).
 - debian-mixed: German and French synopses, no language given, over a store that mixes German and French
   long descriptions with English ones of other packages (each package appears once, in one language).
 - debian-es: the same with Spanish (a collection kept out of all tuning).
+- debian-ja, debian-zh, debian-ko (--cjk): Japanese, Simplified Chinese or Korean synopses over a store
+  of that language's long descriptions among English ones of other packages (lexical search of
+  unspaced text). Lengths and openings are counted in characters there, and wrapped lines of Japanese
+  and Chinese are joined without a space, as the text was written.
 
 Packages are picked by a hash of their name (deterministic); descriptions shorter than MIN_WORDS, opening
 like another package's (boilerplate of -dev/-doc siblings) or with a synopsis used by another package are
 left out, so each query has exactly one right answer. Input: the Translation-{en,de,fr,es} files of
-http://deb.debian.org/debian/dists/bookworm/main/i18n/ (xz or bz2), downloaded beforehand.
+http://deb.debian.org/debian/dists/bookworm/main/i18n/ (xz or bz2), downloaded beforehand
+(Translation-{ja,zh_CN,ko} with --cjk).
 
 Run: python benchmarks/collections/debian_descriptions.py --translations DIR --out data/
 """
@@ -33,6 +38,10 @@ MIN_WORDS = 25
 OPENING_WORDS = 12
 EN_DOCS, EN_QUERIES = 3000, 300
 MIXED_PER_LANGUAGE, MIXED_QUERIES_PER_LANGUAGE, MIXED_ENGLISH = 600, 150, 2400
+# CJK: characters, not words (a 25-word English description is 50-80 Han characters).
+CJK_MIN_CHARS, CJK_OPENING_CHARS, CJK_MIN_SYNOPSIS_CHARS = 60, 40, 4
+CJK_DOCS, CJK_QUERIES, CJK_ENGLISH = 300, 150, 1200
+CJK_FILES = {"ja": "ja", "zh": "zh_CN", "ko": "ko"}
 
 
 def _open(directory: Path, lang: str) -> Iterator[str]:
@@ -45,7 +54,20 @@ def _open(directory: Path, lang: str) -> Iterator[str]:
     raise SystemExit(f"no Translation-{lang}.xz or .bz2 in {directory}")
 
 
-def read_translation(directory: Path, lang: str) -> dict[str, tuple[str, str]]:
+def _is_cjk(char: str) -> bool:
+    return "\u3040" <= char <= "\u30ff" or "\u3400" <= char <= "\u9fff" or "\uff00" <= char <= "\uffef"
+
+
+def _join(lines: list[str], unspaced: bool) -> str:
+    """Wrapped lines as one text; in unspaced scripts a line break between two characters is no space."""
+    text = ""
+    for line in lines:
+        glue = "" if unspaced and text and line and _is_cjk(text[-1]) and _is_cjk(line[0]) else " "
+        text = f"{text}{glue}{line}" if text else line
+    return " ".join(text.split())
+
+
+def read_translation(directory: Path, lang: str, unspaced: bool = False) -> dict[str, tuple[str, str]]:
     """Package → (synopsis, long description) in `lang`."""
     out: dict[str, tuple[str, str]] = {}
     package, synopsis, body = None, "", []  # type: ignore[var-annotated]
@@ -58,7 +80,7 @@ def read_translation(directory: Path, lang: str) -> dict[str, tuple[str, str]]:
             text = line.strip()
             body.append("" if text == "." else text)
         elif not line.strip() and package:
-            long_text = " ".join(" ".join(body).split())
+            long_text = _join(body, unspaced)
             if synopsis and long_text:
                 out[package] = (synopsis, long_text)
             package, synopsis, body = None, "", []
@@ -77,6 +99,24 @@ def usable(descriptions: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str
         and openings[_opening(b)] == 1
         and synopses[s.lower()] == 1
         and len(s.split()) >= 2
+    }
+
+
+def usable_cjk(descriptions: dict[str, tuple[str, str]], iso: str) -> dict[str, tuple[str, str]]:
+    """As `usable`, counted in characters, and only texts written in `iso`'s script."""
+    from pgrecall.domain.language import unstemmable_script
+
+    openings = Counter(body[:CJK_OPENING_CHARS] for _, body in descriptions.values())
+    synopses = Counter(syn.lower() for syn, _ in descriptions.values())
+    return {
+        p: (s, b)
+        for p, (s, b) in descriptions.items()
+        if len(b) >= CJK_MIN_CHARS
+        and openings[b[:CJK_OPENING_CHARS]] == 1
+        and synopses[s.lower()] == 1
+        and len(s) >= CJK_MIN_SYNOPSIS_CHARS
+        and unstemmable_script(s) == iso
+        and unstemmable_script(b) == iso
     }
 
 
@@ -138,13 +178,37 @@ def build_mixed(
     write_beir(out, docs, queries, qrels)
 
 
+def build_cjk(
+    en: dict[str, tuple[str, str]], iso: str, descriptions: dict[str, tuple[str, str]], out: Path
+) -> None:
+    """debian-{iso}: CJK_DOCS packages in `iso` (CJK_QUERIES of them queried) among CJK_ENGLISH English ones.
+
+    The English packages are debian-en's first ones (their vectors are cached from its runs).
+    """
+    picked = ranked(set(descriptions) & set(en), f"debian-{iso}")[:CJK_DOCS]
+    docs: Texts = {f"{iso}-{p}": (iso, descriptions[p][1]) for p in picked}
+    queries: Texts = {f"q-{iso}-{p}": (iso, descriptions[p][0]) for p in picked[:CJK_QUERIES]}
+    english = [p for p in ranked(set(en), "debian-en") if p not in set(picked)][:CJK_ENGLISH]
+    docs.update({f"en-{p}": ("en", en[p][1]) for p in english})
+    write_beir(out, docs, queries, {f"q-{iso}-{p}": f"{iso}-{p}" for p in picked[:CJK_QUERIES]})
+
+
 def main() -> None:
     """Read the Translation files and write both collections."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--translations", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--cjk", action="store_true", help="build debian-ja, debian-zh and debian-ko only")
     args = parser.parse_args()
     en = usable(read_translation(args.translations, "en"))
+    if args.cjk:
+        counts = {}
+        for iso, name in CJK_FILES.items():
+            cjk = usable_cjk(read_translation(args.translations, name, unspaced=iso != "ko"), iso)
+            build_cjk(en, iso, cjk, args.out / f"debian-{iso}")
+            counts[iso] = len(cjk)
+        print(counts)
+        return
     other = {lang: usable(read_translation(args.translations, lang)) for lang in ("de", "fr", "es")}
     build_english(en, args.out / "debian-en")
     build_mixed(en, {k: other[k] for k in ("de", "fr")}, args.out / "debian-mixed", "debian")

@@ -1,4 +1,4 @@
-"""Languages this server cannot stem (Japanese, Chinese, Korean, Thai…), through a real MCP client."""
+"""Languages this server cannot stem (Japanese, Chinese, Korean: bigrams; Thai…), through an MCP client."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from pgrecall.config import Settings
+from pgrecall.domain.language import SEGMENTED
 from tests.helpers.mcp_calls import call, call_error
 from tests.helpers.subprocess_server import run_pgrecall
 
@@ -35,10 +36,22 @@ def _unsupported(language: dict[str, object], iso: str) -> None:
     assert isinstance(note, str) and note.startswith(f"{iso} has no text-search config") and "simple" in note
 
 
+def _segmented(language: dict[str, object], iso: str, how: str = "detected") -> None:
+    # Chinese, Japanese and Korean: 'simple', searched by character bigrams (migration 0017), no note.
+    assert language == {"regconfig": "simple", "iso": iso, "how": how, "detected": iso, "note": None}
+
+
+def _stored(language: dict[str, object], iso: str) -> None:
+    if iso in SEGMENTED:
+        _segmented(language, iso)
+    else:
+        _unsupported(language, iso)
+
+
 @pytest.mark.parametrize("iso", sorted(TEXTS))
 async def test_unstemmable_text_is_stored_simple_and_said_so(client: Client, iso: str) -> None:
     added = await call(client, "add_entry", text=TEXTS[iso], tags=["city"])
-    _unsupported(added["language"], iso)
+    _stored(added["language"], iso)
     fetched = await call(client, "get_entry", id=added["id"])
     assert fetched["language"] == "simple" and fetched["detected_language"] == iso
     assert fetched["text"] == TEXTS[iso]
@@ -67,17 +80,17 @@ async def test_stats_counts_unsupported_languages(client: Client) -> None:
     await call(client, "add_entry", text=GERMAN)
     await call(client, "add_entry", text="ok")
     stats = await call(client, "stats")
-    assert stats["unsupported_languages"] == {"ja": 2, "ko": 1, "th": 1, "zh": 1}
+    assert stats["unsupported_languages"] == {"th": 1}  # ja, zh, ko: searched by bigrams
     assert stats["by_language"] == {"german": 1, "simple": 6}
     await call(client, "delete_entry", id=ids["ja"])
     await call(client, "update_entry", id=ids["th"], language="en")  # the caller re-stems it: not counted
     stats = await call(client, "stats")
-    assert stats["unsupported_languages"] == {"ja": 1, "ko": 1, "zh": 1}
+    assert stats["unsupported_languages"] == {}
 
 
 async def test_explicit_code_without_config_is_unsupported_not_refused(client: Client) -> None:
     added = await call(client, "add_entry", text="すし", language="ja")
-    _unsupported(added["language"], "ja")
+    _segmented(added["language"], "ja", "explicit")
     # Any real ISO 639-1 language we cannot stem, whatever the text's script.
     polish = await call(client, "add_entry", text="Dom nad jeziorem jest piękny zimą.", language="PL")
     _unsupported(polish["language"], "pl")
@@ -94,7 +107,7 @@ async def test_explicit_code_without_config_is_unsupported_not_refused(client: C
     # Filters still take only configs this server has: 'ja' names no set of entries to filter on.
     assert "unknown language 'ja'" in await call_error(client, "list_entries", language="ja")
     stats = await call(client, "stats")
-    assert stats["unsupported_languages"] == {"ja": 1, "pl": 1}
+    assert stats["unsupported_languages"] == {"pl": 1}
 
 
 async def test_update_keeps_or_clears_the_detected_language(client: Client) -> None:
@@ -104,7 +117,7 @@ async def test_update_keeps_or_clears_the_detected_language(client: Client) -> N
     assert retitled["entry"]["detected_language"] == "ko"
     # A 'simple' entry whose text changes is detected again.
     rewritten = await call(client, "update_entry", id=added["id"], text=TEXTS["zh"])
-    _unsupported(rewritten["language"], "zh")
+    _segmented(rewritten["language"], "zh")
     german = await call(client, "update_entry", id=added["id"], text=GERMAN)
     assert german["language"]["how"] == "detected" and german["entry"]["language"] == "german"
     assert german["entry"]["detected_language"] is None
@@ -115,18 +128,18 @@ async def test_update_keeps_or_clears_the_detected_language(client: Client) -> N
     assert stats["unsupported_languages"] == {"th": 1}
 
 
-async def test_search_in_an_unstemmable_language_matches_exact_tokens_only(client: Client) -> None:
-    # The 'simple' parser does not split CJK: a run of ideographs and kana is one token, so only a
-    # query holding that exact token matches lexically (known limit, see the note add_entry gives).
+async def test_search_finds_cjk_words_inside_sentences(client: Client) -> None:
+    # Han, kana and Hangul runs are indexed as overlapping bigrams: a word inside an unspaced
+    # sentence matches lexically, and so does a Latin word glued to Japanese.
     added = await call(client, "add_entry", text="東京タワー 展望台 富士山")
     await call(client, "add_entry", text=GERMAN)
     exact = await call(client, "search", query="富士山", mode="lexical")
     assert exact["status"] == "ok" and [h["id"] for h in exact["hits"]] == [added["id"]]
     assert exact["hits"][0]["language"] == "simple"
     part = await call(client, "search", query="富士", mode="lexical")
-    assert part["status"] == "no_matches" and part["hits"] == []
-    sentence = await call(client, "search", query="東京タワーの展望台から富士山は見えますか")
-    assert sentence["status"] == "ok" and sentence["hits"]  # found by meaning; nothing crashes
+    assert [h["id"] for h in part["hits"]] == [added["id"]]
+    sentence = await call(client, "search", query="東京タワーの展望台から富士山は見えますか", mode="lexical")
+    assert [h["id"] for h in sentence["hits"]] == [added["id"]]
     for text in TEXTS.values():
         result = await call(client, "search", query=text, mode="lexical")
         assert result["status"] in {"ok", "no_matches"}

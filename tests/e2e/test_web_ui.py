@@ -355,7 +355,9 @@ async def test_the_entry_page_says_how_its_language_was_chosen(
             how = line(detected["id"])
             assert re.search(r"german.*detected from the text \(confidence [01]\.\d\d\)", how), how
             assert "simple" in line(short["id"]) and "too short" in line(short["id"])
-            assert "recognised as ja" in line(japanese["id"])
+            assert "ja, recognised by its script: unstemmed, searched by character bigrams" in line(
+                japanese["id"]
+            )
 
 
 async def test_documents_list_outline_search_path_delete_restore_and_owners(

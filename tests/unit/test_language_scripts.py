@@ -50,9 +50,18 @@ class CountingBackend:
 def test_unstemmable_script_never_reaches_the_model() -> None:
     backend = CountingBackend()
     detector = LanguageDetector(CATALOG, backend)
-    for text in ("東京タワーの高さ", "北京是首都", "서울은 수도", "กรุงเทพมหานคร"):
+    for text, iso in (
+        ("東京タワーの高さ", "ja"),
+        ("北京是首都", "zh"),
+        ("서울은 수도", "ko"),
+        ("กรุงเทพมหานคร", "th"),
+    ):
         resolved = detector.resolve(None, text)
-        assert resolved.how == "unsupported" and resolved.regconfig == "simple"
+        assert resolved.regconfig == "simple" and resolved.detected == iso
+        # Chinese, Japanese and Korean are searched by bigrams (migration 0017): no "unsupported" note.
+        segmented = iso != "th"
+        assert resolved.how == ("detected" if segmented else "unsupported")
+        assert (resolved.note is None) == segmented and resolved.iso == (iso if segmented else None)
     assert backend.calls == 0
     assert detector.resolve(None, "Die Häuser am See sind kalt.").how == "detected"
     assert backend.calls == 1

@@ -69,13 +69,24 @@ _ISO_639_1_CODES = """
     vo wa wo xh yi yo za zh zu"""
 ISO_639_1 = frozenset(_ISO_639_1_CODES.split())
 
+# Languages PostgreSQL has no config for whose text the store segments itself: migration 0017 indexes
+# every Han, kana and Hangul run as overlapping character bigrams (in 'simple', unstemmed), and the
+# search segments queries the same way, so their words are found inside unspaced text. Stored as
+# 'simple' with the language recorded, without the "unsupported" note.
+SEGMENTED = frozenset({"ja", "zh", "ko"})
+
 # Scripts whose languages PostgreSQL ships no config for. The regexes match runs, not single
 # characters (a few matches per text, summed by length, in C), over a bounded sample: the check
 # costs well under a millisecond on every write and never needs lingua.
 SCRIPT_SAMPLE_CHARS = 2000
-_KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9d]+")
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
-_HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af]+")
+_KANA_CHARS = r"\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9d"
+_HAN_CHARS = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_HANGUL_CHARS = r"\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af"
+_KANA = re.compile(f"[{_KANA_CHARS}]+")
+_HAN = re.compile(f"[{_HAN_CHARS}]+")
+_HANGUL = re.compile(f"[{_HANGUL_CHARS}]+")
+# A run of Han, kana and Hangul (with the iteration marks 々〆〇), as migration 0017 bigrams them.
+CJK_RUN = re.compile(f"[\u3005-\u3007{_KANA_CHARS}{_HAN_CHARS}{_HANGUL_CHARS}]+")
 _THAI = re.compile(r"[\u0e01-\u0e3a\u0e40-\u0e4e]+")
 _LETTER = re.compile(r"[^\W\d_]+")
 # One Han, kana or Hangul character carries about as much as three Latin letters: a Japanese note
@@ -106,9 +117,18 @@ def unstemmable_script(text: str) -> str | None:
     return best if weights[best] >= others else None
 
 
-def unsupported_note(iso: str) -> str:
-    """One line telling the caller what storing an unstemmable language as 'simple' means."""
+def unsupported_note(iso: str) -> str | None:
+    """What storing an unstemmable language as 'simple' means, in one line (None: segmented, ja/zh/ko)."""
+    if iso in SEGMENTED:
+        return None
     return f"{iso} has no text-search config on this server; stored as simple (exact-word matching only)"
+
+
+def unstemmed(iso: str, how: str) -> Resolved:
+    """A language this server cannot stem, stored as 'simple': segmented (ja, zh, ko) or unsupported."""
+    if iso in SEGMENTED:
+        return Resolved(SIMPLE, iso, how, detected=iso)
+    return Resolved(SIMPLE, None, "unsupported", detected=iso)
 
 
 @dataclass(frozen=True)
@@ -167,7 +187,7 @@ class LanguageCatalog:
         """
         key = value.strip().lower()
         if key in ISO_639_1 and key not in self.codes and SIMPLE in self.configs:
-            return Resolved(SIMPLE, None, "unsupported", detected=key)
+            return unstemmed(key, "explicit")
         return self.resolve_explicit(value)
 
     def iso_for(self, regconfig: str) -> str | None:
@@ -198,7 +218,7 @@ class LanguageDetector:
         script = unstemmable_script(text)
         if script is not None and script not in self.catalog.codes:
             # No model needed (nor the worker woken): the script alone says we cannot stem it.
-            return Resolved(SIMPLE, None, "unsupported", detected=script)
+            return unstemmed(script, "detected")
         found = self._backend(text)
         if found.iso is None or found.iso not in self.catalog.codes:
             return Resolved(SIMPLE, None, "default", found.confidence)

@@ -7,6 +7,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from pgrecall.domain.language import CJK_RUN
+
 _WHITESPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 SHINGLE = 3
@@ -43,14 +45,21 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
 
 def make_snippet(body: str, terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
     """~limit characters around the first word that starts with a matched lexeme, else the start."""
-    words = [re.escape(t) for t in sorted(terms, key=len, reverse=True) if len(t) >= 2]
-    if not words:
+    ordered = sorted(terms, key=len, reverse=True)
+    words = [re.escape(t) for t in ordered if len(t) >= 2 and not CJK_RUN.fullmatch(t)]
+    # A CJK term is a bigram of a run (migration 0017): it starts anywhere inside a word.
+    grams = [re.escape(t) for t in ordered if len(t) >= 2 and CJK_RUN.fullmatch(t)]
+    if not words and not grams:
         return snippet(body, limit)
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(words) + ")", re.IGNORECASE)
+    alternatives = ([r"(?<!\w)(?:" + "|".join(words) + ")"] if words else []) + grams
+    pattern = re.compile("|".join(alternatives), re.IGNORECASE)
     match = pattern.search(body) or pattern.search(body.translate(_FOLD))
     if match is None or match.start() < limit // 3:
         return snippet(body, limit)
-    start = body.rfind(" ", 0, match.start() - limit // 4) + 1
+    cut = match.start() - limit // 4
+    space = body.rfind(" ", 0, cut)
+    # At a space before the match; unspaced text (Chinese, Japanese) has none near: cut inside it.
+    start = space + 1 if space >= 0 and cut - space <= limit // 2 else cut
     return "… " + snippet(body[start:], limit)
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -24,7 +26,7 @@ from psycopg_pool import ConnectionPool
 from tqdm import tqdm
 
 from pgrecall.config import Settings
-from pgrecall.domain.language import CONFIG_TO_ISO, ISO_TO_CONFIG, LanguageCatalog
+from pgrecall.domain.language import CJK_RUN, CONFIG_TO_ISO, ISO_TO_CONFIG, SEGMENTED, LanguageCatalog
 from pgrecall.domain.validation import MAX_QUERY_CHARS
 from pgrecall.embeddings.base import Embedder
 from pgrecall.embeddings.cache import CachedQueryEmbedder
@@ -262,6 +264,23 @@ def bm25_run(
     return run, per_query_ms
 
 
+def cjk_bigram_tokens(text: str, token_pattern: str, stopwords: frozenset[str]) -> list[str]:
+    """Lucene CJKAnalyzer's rule: widths folded, every Han/kana/Hangul run as overlapping bigrams (a lone
+    character as itself), other words lower-cased, English stop words dropped, nothing stemmed."""
+    tokens: list[str] = []
+    folded = unicodedata.normalize("NFKC", text)
+    at = 0
+    for run in [*CJK_RUN.finditer(folded), None]:
+        end = run.start() if run is not None else len(folded)
+        words = re.findall(token_pattern, folded[at:end].lower())
+        tokens += [w for w in words if w not in stopwords]
+        if run is not None:
+            chars = run.group()
+            tokens += [chars] if len(chars) == 1 else [chars[i : i + 2] for i in range(len(chars) - 1)]
+            at = run.end()
+    return tokens
+
+
 def bm25_by_language_run(
     doc_ids: Sequence[str],
     texts: Sequence[str],
@@ -274,8 +293,9 @@ def bm25_by_language_run(
     """bm25s over documents each stemmed in its own language (ISO codes given), each query in its own.
 
     The reference for a store that mixes languages: one index, one vocabulary, every text tokenized
-    with its language's Snowball stemmer and bm25s stop words. A query without a language is
-    stemmed as the corpus' majority language.
+    with its language's Snowball stemmer and bm25s stop words; Chinese, Japanese and Korean texts as
+    character bigrams (cjk_bigram_tokens). A query without a language is stemmed as the corpus'
+    majority language.
     """
     import bm25s  # type: ignore[import-untyped,import-not-found,unused-ignore]
     import Stemmer  # type: ignore[import-untyped,import-not-found,unused-ignore]
@@ -284,6 +304,9 @@ def bm25_by_language_run(
     majority = Counter(doc_languages).most_common(1)[0][0]
 
     def tokenize(items: list[str], iso: str) -> list[list[str]]:
+        if iso in SEGMENTED:
+            english = frozenset(bm25s.stopwords.STOPWORDS_EN)
+            return [cjk_bigram_tokens(text, cfg.token_pattern, english) for text in items]
         config = ISO_TO_CONFIG.get(iso)
         stemmer = Stemmer.Stemmer(config) if config in Stemmer.algorithms() else None
         stopwords = iso if iso in BM25S_STOPWORDS else None

@@ -27,13 +27,16 @@ class LanguageOut(BaseModel):
     """How an entry is stemmed."""
 
     regconfig: str = Field(description="PostgreSQL text-search config used to stem the entry, e.g. 'german'.")
-    iso: str | None = Field(description="ISO 639-1 code of that language; null for 'simple' (no stemming).")
+    iso: str | None = Field(
+        description="ISO 639-1 code of that language; null for 'simple' (no stemming) except ja, zh, ko."
+    )
     how: str = Field(
         description="explicit, detected, default ('simple': too short or unsure), unsupported ('simple': "
         "not stemmable here), kept (unchanged by this update)."
     )
     detected: str | None = Field(
-        default=None, description="With how=unsupported: the language's ISO 639-1 code."
+        default=None,
+        description="With 'simple': the language's ISO 639-1 code (unsupported, or ja/zh/ko: bigrams).",
     )
     note: str | None = None
 

@@ -20,7 +20,7 @@ from pgrecall.domain.entries import (
     embedding_text,
     vector_pending,
 )
-from pgrecall.domain.language import LanguageCatalog, LanguageDetector, Resolved
+from pgrecall.domain.language import SEGMENTED, LanguageCatalog, LanguageDetector, Resolved
 from pgrecall.domain.text import content_hash
 from pgrecall.domain.validation import (
     MAX_LIST_LIMIT,
@@ -302,7 +302,8 @@ class EntryService:
             entries=live,
             deleted=counts["state"].get("deleted", 0),
             by_language=counts["language"],
-            unsupported_languages=counts["unsupported"],
+            # Chinese, Japanese and Korean are stored as 'simple' too, but found by their words.
+            unsupported_languages={k: n for k, n in counts["unsupported"].items() if k not in SEGMENTED},
             by_kind=counts["kind"],
             vectors_by_model=counts["vector_model"],
             pending_vectors=self.store.pending_count(owner, model) if model else live,

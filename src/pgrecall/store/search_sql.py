@@ -67,6 +67,7 @@ def _live_df(lexemes_of: str) -> str:
 # {filters} are fixed fragments from store/filters.py; everything else is a bound parameter.
 #
 # Lexical branch, step by step:
+#  qtext     the query with its CJK runs as bigrams (pgrecall_cjk_bigrams), as the tsv has them.
 #  langs     languages (regconfigs) this owner has live entries in, with N and total
 #            length: base statistics plus not-yet-merged deltas (migration 0002).
 #  probe     a query of more than probe_words distinct words is first stemmed in every
@@ -112,6 +113,11 @@ def _live_df(lexemes_of: str) -> str:
 SQL_SEARCH = (
     """
 WITH
+qtext AS MATERIALIZED (
+    -- The query as entries' tsv sees their text (migration 0017): Han, kana and Hangul runs as
+    -- overlapping bigrams, whatever the query's language; any other text unchanged.
+    SELECT pgrecall_cjk_bigrams(%(query)s::text) AS q
+),
 langs AS MATERIALIZED (
     SELECT s.language AS cfg, sum(s.n_docs)::float8 AS n_docs, sum(s.total_len)::float8 AS total_len
     FROM (
@@ -128,7 +134,7 @@ probe AS MATERIALIZED (
     SELECT CASE WHEN count(*) > %(probe_words)s
                 THEN string_agg(w, ' ' ORDER BY n) FILTER (WHERE n <= %(probe_words)s) END AS text
     FROM (SELECT t.lexeme AS w, row_number() OVER (ORDER BY length(t.lexeme) DESC, t.lexeme) AS n
-          FROM unnest(to_tsvector('simple', %(query)s)) AS t) s
+          FROM unnest(to_tsvector('simple', (SELECT q FROM qtext))) AS t) s
 ),
 probe_stems AS MATERIALIZED (
     SELECT l.cfg, t.lexeme
@@ -149,7 +155,7 @@ probed AS MATERIALIZED (
 stemmed AS MATERIALIZED (
     SELECT l.cfg, l.n_docs, greatest(l.total_len / l.n_docs, 1.0) AS avgdl, t.lexeme, t.positions
     FROM langs l
-    CROSS JOIN LATERAL unnest(to_tsvector(l.cfg, %(query)s)) AS t
+    CROSS JOIN LATERAL unnest(to_tsvector(l.cfg, (SELECT q FROM qtext))) AS t
     WHERE %(lexical)s AND (%(language)s::regconfig IS NULL OR l.cfg = %(language)s::regconfig)
       AND ((SELECT text FROM probe) IS NULL OR NOT EXISTS (SELECT FROM probed)
            OR l.cfg IN (SELECT cfg FROM probed
@@ -159,7 +165,8 @@ stops AS MATERIALIZED (
     SELECT array_agg(w.pos) AS pos
     FROM (
         SELECT a.pos
-        FROM (SELECT DISTINCT unnest(t.positions) AS pos FROM unnest(to_tsvector('simple', %(query)s)) AS t) a
+        FROM (SELECT DISTINCT unnest(t.positions) AS pos
+              FROM unnest(to_tsvector('simple', (SELECT q FROM qtext))) AS t) a
         LEFT JOIN (SELECT DISTINCT s.cfg, unnest(s.positions) AS pos FROM stemmed s) k ON k.pos = a.pos
         GROUP BY a.pos
         HAVING count(k.cfg) < (SELECT count(DISTINCT cfg) FROM stemmed)

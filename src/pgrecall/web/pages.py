@@ -11,6 +11,7 @@ from starlette.responses import Response
 
 from pgrecall.domain.documents import SECTION_SEPARATOR, place_parts
 from pgrecall.domain.entries import Entry
+from pgrecall.domain.language import SEGMENTED, SIMPLE
 from pgrecall.domain.text import snippet
 from pgrecall.services.highlight import Piece
 from pgrecall.services.retrieval import Ranked, RetrievalRequest
@@ -87,6 +88,9 @@ def language_how(entry: Entry) -> str:
     confidence = (
         f" (confidence {entry.language_confidence:.2f})" if entry.language_confidence is not None else ""
     )
+    if entry.language == SIMPLE and entry.detected_language in SEGMENTED:
+        by = "given by the writer" if entry.language_how == "explicit" else "recognised by its script"
+        return f"{entry.detected_language}, {by}: unstemmed, searched by character bigrams"
     return {
         "explicit": "given by the writer",
         "detected": f"detected from the text{confidence}",
