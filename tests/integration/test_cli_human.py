@@ -371,3 +371,19 @@ def test_links_expiry_and_supersedes_on_the_command_line(env: dict[str, str]) ->
     assert json.loads(_ok(env, "related", new["id"]))["related"] == []
     cleared = json.loads(_ok(env, "update", new["id"], "--supersedes", "", "--expires", ""))
     assert cleared["supersedes"] is None and cleared["expires_at"] is None
+
+
+def test_add_on_a_terminal_says_the_database_is_starting(pg_home: Path) -> None:
+    home = pg_home / f"add-tty-{time.monotonic_ns()}"
+    env = _base_env(home)
+    try:
+        first = _on_terminal(env, "add", "The first note of a new home.", "--language", "en")
+        assert "pgrecall: creating the database in" in first, first
+        again = _on_terminal(env, "add", "A second note once the database exists.", "--language", "en")
+        assert "pgrecall: starting the database…" in again, again
+        assert "creating" not in again, again
+        piped = _cli(env, "add", "A piped note says nothing about the start.", "--language", "en")
+        assert piped.returncode == 0, piped.stderr
+        assert "database" not in piped.stderr, piped.stderr
+    finally:
+        EmbeddedServer(home).stop()
