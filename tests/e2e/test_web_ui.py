@@ -481,6 +481,26 @@ async def test_the_entry_page_takes_the_short_id(token_env: dict[str, str], tmp_
             assert as_bob.get(f"/ui/entry/{short}").status_code == 404  # another owner's id is no one's
 
 
+async def test_the_fusion_legend_shows_the_weights_used(token_env: dict[str, str], tmp_path: Path) -> None:
+    alice = _token(token_env, "alice")
+    question = "zebrafish rollback"
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        async with _mcp(f"{base}/mcp", alice) as mcp:
+            await call(mcp, "add_entry", text="Roll back with the zebrafish command.", title="Rollback")
+            searched = await call(mcp, "search", query=question)
+        assert searched["fusion"] == "convex", searched  # the bundled model's scale is a constant
+        weights = searched["fusion_weights"]
+        assert weights["vector"] != 0.5  # the weight depends on the question's length
+        with ui_client(base) as ui:
+            sign_in_with_token(ui, alice)
+            page = ui.get("/ui/search", params={"q": question}).text
+        shown = re.search(r'<p class="legend" id="fusion">(.*?)</p>', page, re.S)
+        assert shown is not None, page
+        legend = " ".join(shown[1].split())
+        assert f"{weights['vector']:.2f} × the cosine" in legend, legend
+        assert f"{weights['lexical']:.2f} × BM25" in legend, legend
+
+
 def test_the_one_time_link_goes_to_a_terminal_never_to_the_log_stream(
     settings: Settings, tmp_path: Path
 ) -> None:
