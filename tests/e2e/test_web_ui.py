@@ -290,6 +290,7 @@ def test_pgrecall_ui_prints_a_one_time_link_for_the_local_owner(settings: Settin
         with ui_client(base.group(1)) as second:
             spent = second.get(link)
             assert spent.status_code == 401 and "used already or expired" in spent.text
+            assert "For a new one, start `pgrecall ui`" in spent.text  # says how to get a new link
             assert second.get("/ui").status_code == 303
     finally:
         proc.terminate()
