@@ -306,6 +306,9 @@ def test_serve_http_listens_before_it_prints_its_link(settings: Settings, tmp_pa
         # The first request, at once and without a retry: the socket listens before the link prints.
         with ui_client(f"http://127.0.0.1:{port}") as ui:
             assert ui.get(once_link(Path(env["PGRECALL_HOME"]))).status_code == 303
+            assert ui.get("/ui/entries").status_code == 200  # the App (and its schema check) is open
+        # Reading the schema's revision is not news: Alembic's INFO lines stay out of the log.
+        assert '"logger": "alembic' not in log_path.read_text(), log_path.read_text()
     finally:
         proc.terminate()
         proc.wait(30)
