@@ -99,3 +99,12 @@ async def test_a_strongly_relevant_old_entry_beats_a_weak_new_one(client: Client
 async def test_half_life_must_be_positive_days(client: Client, tool: str, value: object) -> None:
     message = await call_error(client, tool, query=QUESTION, recency_half_life_days=value)
     assert "recency_half_life_days" in message and "\n" not in message.strip()
+
+
+async def test_the_description_says_what_each_fusion_adds(client: Client) -> None:
+    # Convex adds the smaller fusion weight (~0.4), not 1/61: the description must say both.
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    for name in ("search", "build_context"):
+        text = tools[name].input_schema["properties"]["recency_half_life_days"]["description"]
+        assert "1/61 in rrf" in text and "smaller fusion weight in convex" in text, text
+        assert "/ 61 added" not in text, text

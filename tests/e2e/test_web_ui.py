@@ -290,6 +290,7 @@ def test_pgrecall_ui_prints_a_one_time_link_for_the_local_owner(settings: Settin
         with ui_client(base.group(1)) as second:
             spent = second.get(link)
             assert spent.status_code == 401 and "used already or expired" in spent.text
+            assert "For a new one, start `pgrecall ui`" in spent.text  # says how to get a new link
             assert second.get("/ui").status_code == 303
     finally:
         proc.terminate()
@@ -305,6 +306,9 @@ def test_serve_http_listens_before_it_prints_its_link(settings: Settings, tmp_pa
         # The first request, at once and without a retry: the socket listens before the link prints.
         with ui_client(f"http://127.0.0.1:{port}") as ui:
             assert ui.get(once_link(Path(env["PGRECALL_HOME"]))).status_code == 303
+            assert ui.get("/ui/entries").status_code == 200  # the App (and its schema check) is open
+        # Reading the schema's revision is not news: Alembic's INFO lines stay out of the log.
+        assert '"logger": "alembic' not in log_path.read_text(), log_path.read_text()
     finally:
         proc.terminate()
         proc.wait(30)
@@ -481,6 +485,26 @@ async def test_the_entry_page_takes_the_short_id(token_env: dict[str, str], tmp_
         with ui_client(base) as as_bob:
             sign_in_with_token(as_bob, bob)
             assert as_bob.get(f"/ui/entry/{short}").status_code == 404  # another owner's id is no one's
+
+
+async def test_the_fusion_legend_shows_the_weights_used(token_env: dict[str, str], tmp_path: Path) -> None:
+    alice = _token(token_env, "alice")
+    question = "zebrafish rollback"
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        async with _mcp(f"{base}/mcp", alice) as mcp:
+            await call(mcp, "add_entry", text="Roll back with the zebrafish command.", title="Rollback")
+            searched = await call(mcp, "search", query=question)
+        assert searched["fusion"] == "convex", searched  # the bundled model's scale is a constant
+        weights = searched["fusion_weights"]
+        assert weights["vector"] != 0.5  # the weight depends on the question's length
+        with ui_client(base) as ui:
+            sign_in_with_token(ui, alice)
+            page = ui.get("/ui/search", params={"q": question}).text
+        shown = re.search(r'<p class="legend" id="fusion">(.*?)</p>', page, re.S)
+        assert shown is not None, page
+        legend = " ".join(shown[1].split())
+        assert f"{weights['vector']:.2f} × the cosine" in legend, legend
+        assert f"{weights['lexical']:.2f} × BM25" in legend, legend
 
 
 def test_the_one_time_link_goes_to_a_terminal_never_to_the_log_stream(

@@ -54,6 +54,14 @@ def test_home_whose_parent_cannot_be_created_is_one_line(tmp_path: Path) -> None
     assert "PGRECALL_HOME" in line and str(home) in line
 
 
+def test_missing_import_file_is_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "nothing-here.jsonl"
+    line = _one_line_failure(_cli(tmp_path / "home", "import", str(missing)))
+    assert line == f"pgrecall: {missing}: no such file"
+    line = _one_line_failure(_cli(tmp_path / "home", "import", str(tmp_path)))
+    assert line == f"pgrecall: {tmp_path}: is a directory"
+
+
 @pytest.fixture
 def initialized_home(pg_home: Path) -> Iterator[Path]:
     path = pg_home / f"holders-{time.monotonic_ns()}"

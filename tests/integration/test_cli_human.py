@@ -371,3 +371,35 @@ def test_links_expiry_and_supersedes_on_the_command_line(env: dict[str, str]) ->
     assert json.loads(_ok(env, "related", new["id"]))["related"] == []
     cleared = json.loads(_ok(env, "update", new["id"], "--supersedes", "", "--expires", ""))
     assert cleared["supersedes"] is None and cleared["expires_at"] is None
+
+
+def test_add_on_a_terminal_says_the_database_is_starting(pg_home: Path) -> None:
+    home = pg_home / f"add-tty-{time.monotonic_ns()}"
+    env = _base_env(home)
+    try:
+        first = _on_terminal(env, "add", "The first note of a new home.", "--language", "en")
+        assert "pgrecall: creating the database in" in first, first
+        again = _on_terminal(env, "add", "A second note once the database exists.", "--language", "en")
+        assert "pgrecall: starting the database…" in again, again
+        assert "creating" not in again, again
+        piped = _cli(env, "add", "A piped note says nothing about the start.", "--language", "en")
+        assert piped.returncode == 0, piped.stderr
+        assert "database" not in piped.stderr, piped.stderr
+    finally:
+        EmbeddedServer(home).stop()
+
+
+def test_db_status_is_text_on_a_terminal_and_json_when_piped(pg_home: Path) -> None:
+    home = pg_home / f"db-status-{time.monotonic_ns()}"
+    env = _base_env(home)
+    fresh = _on_terminal(env, "db", "status")
+    assert "server:" in fresh and "not created yet" in fresh and "{" not in fresh, fresh
+    try:
+        assert _cli(env, "db", "start").returncode == 0
+        shown = _on_terminal(env, "db", "status")
+        assert "running, kept by `pgrecall db start`" in shown and "url:" in shown, shown
+        assert json.loads(_on_terminal(env, "db", "status", "--json"))["running"] is True
+        piped = json.loads(_ok(env, "db", "status"))
+        assert piped["running"] is True and piped["pinned"] is True and piped["home"] == str(home)
+    finally:
+        EmbeddedServer(home).stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -225,3 +226,12 @@ def test_the_id_tail_index_comes_and_goes(empty_db_url: str) -> None:
     assert _has_index(url, "entries_id_tail")
     schema.downgrade(url, "0015_documents")
     assert not _has_index(url, "entries_id_tail")
+
+
+def test_the_head_check_logs_nothing_below_warning(db_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    # `serve` checks the schema at every start; Alembic's INFO lines there told nothing.
+    with caplog.at_level(logging.INFO):
+        schema.require_head(db_url, embedded=False)
+        assert schema.current_revision(db_url) == schema.head_revision()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("alembic")] == []
+    assert logging.getLogger("alembic").level == logging.NOTSET  # put back as it was

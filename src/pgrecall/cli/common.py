@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -63,6 +64,19 @@ def where(current: Settings) -> str:
     return f"embedded database in {current.home}" if current.embedded else "database at PGRECALL_DATABASE_URL"
 
 
+def _say_database_start(current: Settings) -> None:
+    """On a terminal, one stderr line before the embedded server's start (seconds of silence otherwise)."""
+    if not current.embedded or not sys.stderr.isatty():
+        return
+    from pgrecall.db.embedded import EmbeddedServer
+
+    server = EmbeddedServer(current.home)
+    if not server.initialized():
+        typer.echo(f"pgrecall: creating the database in {current.home}…", err=True)
+    elif not server.running():
+        typer.echo("pgrecall: starting the database…", err=True)
+
+
 @contextmanager
 def open_app(with_embedder: bool = True) -> Iterator[App]:
     """An open App for one CLI command; pgrecall errors become one line on stderr."""
@@ -70,6 +84,7 @@ def open_app(with_embedder: bool = True) -> Iterator[App]:
     from pgrecall.errors import PgrecallError
 
     current = settings()
+    _say_database_start(current)
     try:
         with App(current, embedder="settings" if with_embedder else None) as opened:
             yield opened

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pgrecall.cli.common import echo_json, fail, settings
+from pgrecall.cli import output
+from pgrecall.cli.common import fail, settings
 
 if TYPE_CHECKING:
     from pgrecall.config import Settings
@@ -53,16 +54,35 @@ def db_stop(
     typer.echo("embedded PostgreSQL stopped")
 
 
+def _status_text(status: dict[str, Any]) -> str:
+    holders = status["holders"]
+    if not status["initialized"]:
+        state = "not created yet (the first command creates it)"
+    elif not status["running"]:
+        state = "stopped"
+    else:
+        state = "running, kept by `pgrecall db start`" if status["pinned"] else "running"
+    return output.key_values(
+        [
+            ("home", status["home"]),
+            ("server", state),
+            ("holders", ", ".join(f"pid {pid}" for pid in holders) if holders else "none"),
+            ("url", status["url"]),
+        ]
+    )
+
+
 @app.command("status")
-def db_status() -> None:
+def db_status(as_json: output.JsonFlag = False) -> None:
     """Show whether the embedded server runs, who holds it, and its URL."""
     from pgrecall.errors import PgrecallError
 
     server = _embedded_only(settings())
     try:
-        echo_json(server.status())
+        status = server.status()
     except PgrecallError as exc:
         fail(str(exc))
+    output.emit(status, as_json, _status_text)
 
 
 @app.command("url")

@@ -185,7 +185,7 @@ def _summary_json(
 
 
 def import_(
-    file: Annotated[Path, typer.Argument(help="File to read.", exists=True, dir_okay=False, readable=True)],
+    file: Annotated[Path, typer.Argument(help="File to read.")],
     file_format: Annotated[
         ImportFormat,
         typer.Option("--format", help="jsonl: `pgrecall export` lines; memory-json: MCP memory server file."),
@@ -224,6 +224,11 @@ def import_(
     from pgrecall.services.transfer import count_lines, import_jsonl, import_memory_json, wrong_format_hint
     from pgrecall.services.transfer.importer import ImportOptions, RecordValidator
 
+    # Checked here, not by typer's exists=True: its boxed usage error is not the CLI's one line.
+    if not file.exists():
+        fail(f"{file}: no such file")
+    if file.is_dir():
+        fail(f"{file}: is a directory")
     # A hint, not a silent switch of format: --owner means a filter for jsonl but the target
     # owner for memory-json, so guessing the format would change what the command does.
     hint = wrong_format_hint(file, file_format.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,11 +64,25 @@ def head_revision() -> str:
     return head
 
 
+@contextmanager
+def _quiet_alembic() -> Iterator[None]:
+    # Reading the revision makes Alembic log "Context impl PostgresqlImpl." and "Will assume
+    # transactional DDL." at INFO: noise at every start of every process, nothing was changed.
+    logger = logging.getLogger("alembic")
+    before = logger.level
+    if logger.getEffectiveLevel() < logging.WARNING:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
 def current_revision(url: str) -> str | None:
     """The revision the database is at (None for an empty database)."""
     engine = create_engine(_sqlalchemy_url(url), poolclass=pool.NullPool)
     try:
-        with _reachable(url), engine.connect() as conn:
+        with _quiet_alembic(), _reachable(url), engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
     finally:
         engine.dispose()

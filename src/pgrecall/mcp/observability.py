@@ -49,6 +49,9 @@ def configure_logging(level: str = "INFO") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # Alembic logs seven "setup plugin …" INFO lines when the schema check first imports it:
+    # noise at every start of a server, nothing was set up that an operator chose.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
 
 class Metrics:

@@ -235,8 +235,8 @@ MinRelevance = Annotated[
 RecencyHalfLife = Annotated[
     float | None,
     Field(
-        description="Half-life in days of a recency boost: 0.5^(age / half-life) / 61 added to the fused "
-        "score (fresh ≈ one first place). Unset: none.",
+        description="Half-life in days of a recency boost added to the fused score: 0.5^(age / half-life) × "
+        "a first place's share (1/61 in rrf, the smaller fusion weight in convex). Unset: none.",
         gt=0.0,
         le=36500.0,
         allow_inf_nan=False,

@@ -96,7 +96,13 @@ async def signin_once(ui: Ui, request: Request) -> Response:
     owner = ui.sessions.redeem_code(code) if ui.codes_allowed and code else None
     if owner is None:
         return await signin_form(
-            ui, request, status=401, message="That sign-in link was used already or expired."
+            ui,
+            request,
+            status=401,
+            # Each link opens one session; a new one comes only from a new start of the server.
+            message="That sign-in link was used already or expired. For a new one, start `pgrecall ui` "
+            "(or `pgrecall serve --transport http`) again, or sign in below with a token "
+            "from `pgrecall token create`.",
         )
     # A redirect at once: the code leaves the address bar and is never sent as a Referer.
     return await _open_session(ui, request, owner)

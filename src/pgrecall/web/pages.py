@@ -145,6 +145,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
     hits: list[ShownHit] = []
     degraded_reason = None
     fusion = None
+    fusion_weights = None
     embedder_wait_ms = None
     if asked.query is not None:
         retrieval = RetrievalRequest(
@@ -155,6 +156,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         result = await ui.call(ui.app.retrieval.retrieve, session.owner, retrieval)
         degraded_reason = result.degraded_reason
         fusion = result.fusion
+        fusion_weights = result.fusion_weights
         embedder_wait_ms = result.embedder_wait_ms
         rows = [
             (
@@ -177,6 +179,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         degraded_reason=degraded_reason,
         embedder_wait_ms=embedder_wait_ms,
         fusion=fusion,
+        fusion_weights=fusion_weights,
         languages=ui.app.catalog.supported_codes(),
         chart_width=CHART_WIDTH,
     )
