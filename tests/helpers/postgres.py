@@ -1,4 +1,7 @@
-"""Pytest plugin: one real embedded PostgreSQL per test session, a fresh database per test."""
+"""Pytest plugin: one real embedded PostgreSQL per test session, a fresh database per test.
+
+Under pytest-xdist every worker is a session of its own: its own home under /tmp, its own server.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +26,9 @@ _counter = itertools.count()
 
 @pytest.fixture(scope="session")
 def pg_home() -> Iterator[Path]:
-    """A throw-away PGRECALL_HOME outside /root."""
-    home = Path(tempfile.mkdtemp(prefix="pgrecall-test-", dir="/tmp"))
+    """A throw-away PGRECALL_HOME outside /root, one per pytest-xdist worker (each its own server)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    home = Path(tempfile.mkdtemp(prefix=f"pgrecall-test-{worker}-", dir="/tmp"))
     # The embedded server runs as its own user when tests run as root; it must enter this dir.
     home.chmod(0o755)
     yield home
@@ -38,6 +42,11 @@ def pg_server(pg_home: Path) -> Iterator[EmbeddedServer]:
     server.acquire()
     try:
         with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+            # A throw-away server: nothing in it must survive a crash, and every test creates and
+            # drops a database, so skip the flushes (and the long shutdown checkpoint they make).
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+            conn.execute("SELECT pg_reload_conf()")
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
         schema.upgrade(server.url(TEMPLATE), "head")
         yield server

@@ -280,6 +280,7 @@ def silent_listener() -> Iterator[int]:
         yield server.port
 
 
+@pytest.mark.slow  # waits out the 2 s connect timeout twice
 def test_a_silent_server_fails_the_connect_naming_the_timeout(silent_listener: int, tmp_path: Path) -> None:
     url = f"postgresql://nobody@127.0.0.1:{silent_listener}/nothing"
     settings = Settings(home=tmp_path / "home", database_url=url, db_connect_timeout_s=2, models="in-process")

@@ -44,6 +44,7 @@ def test_every_query_is_judged_once_at_both_levels(collection: DocumentCollectio
 
 
 @pytest.mark.filterwarnings("ignore::bs4.XMLParsedAsHTMLWarning")
+@pytest.mark.slow  # parses every HTML document of the collection
 def test_passages_point_at_a_section_holding_the_answer(collection: DocumentCollection) -> None:
     soups: dict[str, BeautifulSoup] = {}
     for passages in collection.passages.values():

@@ -1,0 +1,1 @@
+"""Every SQL statement of the product, owner-scoped, returning domain types."""
