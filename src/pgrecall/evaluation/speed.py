@@ -79,11 +79,15 @@ def load_store(url: str, docs: Sequence[corpus.Doc], vectors: np.ndarray, seed: 
         ]
         with (
             conn.transaction(),
-            conn.cursor().copy("COPY documents (id, source, title, format, content_hash) FROM STDIN") as copy,
+            conn.cursor().copy(
+                "COPY documents (id, source, title, format, content_hash, text, chunk_count) FROM STDIN"
+            ) as copy,
         ):
             for j, ident in enumerate(documents):
-                first = docs[j * CHUNKS_PER_DOCUMENT]
-                copy.write_row((ident, f"bench:{j}", first.title or None, "text", content_hash(first.key)))
+                members = docs[j * CHUNKS_PER_DOCUMENT : (j + 1) * CHUNKS_PER_DOCUMENT]
+                text = "\n\n".join(d.body for d in members)
+                title = members[0].title or None
+                copy.write_row((ident, f"bench:{j}", title, "text", content_hash(text), text, len(members)))
         for lo in range(0, len(docs), COPY_BATCH):
             with (
                 conn.transaction(),
