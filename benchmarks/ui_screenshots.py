@@ -5,8 +5,9 @@ Run: python benchmarks/ui_screenshots.py [--out docs/ui]
 
 It starts `pgrecall ui --no-browser` on a fresh embedded store under /tmp, writes a few entries in
 three languages through the same server's /mcp endpoint, signs in with the one-time link the
-command prints, and saves sign-in, dashboard, entries, search (a German question, scores
-explained) and entry pages as PNG files. Loopback only; the server is stopped at the end.
+command leaves in PGRECALL_HOME/ui/signin-link, and saves sign-in, dashboard, entries, search (a
+German question, scores explained), entry, documents and document pages as PNG files. Loopback
+only; the server is stopped at the end.
 """
 
 from __future__ import annotations
@@ -53,7 +54,24 @@ DEMO = [
         "Before a release: run the migrations on a copy, compare search results, then tag the commit.",
     ),
 ]
-PAGES = ["signin", "dashboard", "entries", "search", "entry"]
+PAGES = ["signin", "dashboard", "entries", "search", "entry", "documents", "document"]
+HANDBOOK = """# Holiday house handbook
+
+## Arriving
+
+The key box is left of the door; the code is the year the house was built. Turn the main water
+valve in the cellar clockwise to open it.
+
+## Winter
+
+### Heating
+
+Keep the heating at twelve degrees so the pipes do not freeze; the boiler's manual is in the hall.
+
+### Skating
+
+The lake freezes from January to March. Skate only near the jetty, where the ice is measured.
+"""
 
 
 def _driver() -> Any:
@@ -68,7 +86,8 @@ def _driver() -> Any:
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 
 
-async def _load(base: str) -> str:
+async def _load(base: str) -> tuple[str, str]:
+    """The demo entries and a document; (the first entry's id, the document's id)."""
     async with Client(streamable_http_client(f"{base}/mcp")) as client:
         first = ""
         for title, language, tags, text in DEMO:
@@ -76,7 +95,11 @@ async def _load(base: str) -> str:
                 "add_entry", {"text": text, "title": title, "language": language, "tags": tags}
             )
             first = first or str(result.structured_content["id"])  # type: ignore[index]
-        return first
+        ingested = await client.call_tool(
+            "ingest_document", {"source": "house/handbook.md", "text": HANDBOOK, "version": "2026"}
+        )
+        document = str(ingested.structured_content["document"]["id"])  # type: ignore[index]
+        return first, document
 
 
 def main() -> int:
@@ -100,13 +123,16 @@ def main() -> int:
     driver = None
     try:
         deadline = time.monotonic() + 180
-        while not (found := re.search(r"sign in once at (http://[^/\s]+)(\S+)", log_path.read_text())):
+        # Not a terminal: the one-time link goes to a file only this user can read, never the log.
+        link_file = home / "ui" / "signin-link"
+        pattern = r"(http://[^/\s]+)(/ui/signin/once\S+)"
+        while not (link_file.exists() and (found := re.search(pattern, link_file.read_text()))):
             if server.poll() is not None or time.monotonic() > deadline:
                 print(log_path.read_text(), file=sys.stderr)
                 return 1
             time.sleep(0.3)
         base, link = found.group(1), found.group(2)
-        first = asyncio.run(_load(base))
+        first, document = asyncio.run(_load(base))
         driver = _driver()
         shots = {
             "signin": f"{base}/ui",
@@ -114,6 +140,8 @@ def main() -> int:
             "entries": f"{base}/ui/entries",
             "search": f"{base}/ui/search?q=Wie+warm+muss+die+Heizung+im+Winter+sein%3F",
             "entry": f"{base}/ui/entry/{first}",
+            "documents": f"{base}/ui/documents",
+            "document": f"{base}/ui/documents/{document}",
         }
         for name in PAGES:
             driver.get(shots[name])
