@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from pgrecall.cli.common import fail, open_app
+from pgrecall.cli.filters import upto
 from pgrecall.cli.output import day, emit, short_id, table
+from pgrecall.domain.validation import MAX_LIST_LIMIT
 
 if TYPE_CHECKING:
     from pgrecall.app import App
@@ -120,7 +122,9 @@ def documents(
     source_prefix: Annotated[str | None, typer.Option(help="Only sources starting with this.")] = None,
     version: Annotated[str | None, typer.Option(help="Only this version label.")] = None,
     include_deleted: Annotated[bool, typer.Option(help="Also soft-deleted documents.")] = False,
-    limit: Annotated[int, typer.Option(min=1, max=1000, help="At most this many (1-1000).")] = 50,
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_LIST_LIMIT, help=f"At most this many {upto(MAX_LIST_LIMIT)}.")
+    ] = 50,
     json_out: Annotated[bool, typer.Option("--json", help="JSON even on a terminal.")] = False,
 ) -> None:
     """List ingested documents: id, chunks, version, updated, title and source."""

@@ -20,6 +20,7 @@ from pgrecall.mcp.runtime import Runtime, runtime_tool
 if TYPE_CHECKING:
     from pgrecall.services.documents import Ingested
 
+MAX_OFFSET = 1_000_000  # a page past a million documents is a mistake, not a listing
 DocumentId = Annotated[str, Field(description="Document id (UUID).")]
 Version = Annotated[str | None, Field(description="Version label, e.g. '2.1'.", max_length=100)]
 
@@ -129,7 +130,9 @@ def register_document_tools(
         include_deleted: p.IncludeDeleted = False,
         limit: p.ListLimit = 20,
         offset: Annotated[
-            int, Field(description="How many to skip.", ge=0, json_schema_extra=p.OR_NULL), p.NULL_IS_DEFAULT
+            int,
+            Field(description="How many to skip.", ge=0, le=MAX_OFFSET, json_schema_extra=p.OR_NULL),
+            p.NULL_IS_DEFAULT,
         ] = 0,
     ) -> DocumentListOut:
         """Browse ingested documents by source, then version (search finds their passages)."""

@@ -25,8 +25,10 @@ from pgrecall.domain.entries import Entry, NewEntry, embedding_text
 from pgrecall.domain.language import Resolved
 from pgrecall.domain.text import content_hash
 from pgrecall.domain.validation import (
+    MAX_LIST_LIMIT,
     check_body,
     check_idempotency_key,
+    check_limit,
     check_metadata,
     check_source,
     check_tags,
@@ -450,9 +452,12 @@ class DocumentService:
         offset: int = 0,
     ) -> list[Document]:
         """Documents by source then version."""
+        check_limit(limit, "limit", MAX_LIST_LIMIT)
+        if not isinstance(offset, int) or not 0 <= offset <= 1_000_000:
+            raise InvalidInputError("offset", "must be an integer between 0 and 1000000")
         return self.store.list(
             owner,
-            source_prefix=source_prefix,
+            source_prefix=check_source(source_prefix, "source_prefix"),
             version=check_version(version),
             include_deleted=include_deleted,
             limit=limit,
