@@ -17,12 +17,15 @@ The quick loop is `pytest -m "not slow and not models and not subprocess"`.
 
 import os
 import shutil
+import sys
 import tempfile
 import types
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
+
+from pgrecall.config import default_home
 
 os.environ.setdefault("PGRECALL_MODELS", "in-process")
 
@@ -47,8 +50,19 @@ def private_homes(base: Path) -> dict[str, str]:
     return {name: str(path) for name, path in paths.items()}
 
 
+# The home pgrecall would use with nothing set (as root /var/lib/pgrecall), read before the guard
+# below changes HOME: a session that creates it wrote into a user's store, and fails.
+_REAL_DEFAULT_HOME = default_home()
+_REAL_DEFAULT_HOME_EXISTED = _REAL_DEFAULT_HOME.exists()
+
 _SESSION_BASE = Path(tempfile.mkdtemp(prefix="pgrecall-test-home-", dir="/tmp"))
 os.environ.update(private_homes(_SESSION_BASE))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _REAL_DEFAULT_HOME_EXISTED and _REAL_DEFAULT_HOME.exists():
+        print(f"\nthe tests created the real default home {_REAL_DEFAULT_HOME}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -130,7 +131,10 @@ def test_reembed_cli(settings: Settings, batch_size: int) -> None:
         "PGRECALL_DATABASE_URL": settings.database_url.get_secret_value(),
         "PGRECALL_EMBEDDER": "usem3",
         "PATH": "/usr/bin:/bin",
-        "HOME": "/tmp",
+        "HOME": os.environ["HOME"],
+        # Never the default home (as root /var/lib/pgrecall): it would start a model worker there.
+        "PGRECALL_HOME": os.environ["PGRECALL_HOME"],
+        "PGRECALL_MODELS": "in-process",
     }
     result = subprocess.run(
         [sys.executable, "-m", "pgrecall", "reembed", "--batch-size", str(batch_size)],
