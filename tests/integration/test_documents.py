@@ -13,6 +13,7 @@ import pytest
 from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.services.context import BuiltContext, build_context
+from pgrecall.services.documents import source_of
 from pgrecall.services.retrieval import RetrievalRequest
 
 OWNER = "default"
@@ -134,6 +135,19 @@ def test_folder_ingest_skips_unchanged_files_and_reports_bad_ones(app: App, tmp_
     (folder / "sub" / "b.txt").unlink()
     gone = [o for o in app.documents.ingest_paths(OWNER, [folder]) if o.path.name == "b.txt"]
     assert gone and gone[0].gone is not None and gone[0].gone.deleted
+
+
+def test_narrower_globs_keep_documents_of_files_still_on_disk(app: App, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_bytes(handbook(SECTIONS))
+    (folder / "b.txt").write_text("Plain text about espresso machines and their descaling.\n")
+    first = {o.path.name: o for o in app.documents.ingest_paths(OWNER, [folder])}
+    assert first["b.txt"].ingested is not None
+    narrower = list(app.documents.ingest_paths(OWNER, [folder], include=["*.md"]))
+    assert [o.path.name for o in narrower] == ["a.md"] and narrower[0].gone is None
+    sources = {d.source for d in app.documents.list(OWNER)}
+    assert source_of(folder / "b.txt") in sources
 
 
 def test_migration_down_and_up_on_a_populated_database(app: App, db_url: str) -> None:

@@ -405,7 +405,11 @@ class DocumentService:
         remove_missing: bool = True,
         progress: Progress | None = None,
     ) -> Iterator[FileOutcome]:
-        """Ingest every matching file under `roots`; files gone from a folder are soft-deleted."""
+        """Ingest every matching file under `roots`; files gone from a folder are soft-deleted.
+
+        Only a file that no longer exists is "gone": one still on disk but outside this run's
+        globs keeps its document, so narrowing --include never deletes what an earlier run took.
+        """
         files = self.files(roots, include, exclude)
         for path in files:
             yield self.ingest_file(owner, path, version=version, language=language, progress=progress)
@@ -416,7 +420,11 @@ class DocumentService:
                     continue
                 prefix = source_of(root).rstrip(os.sep) + os.sep
                 for document in self.store.live_under(owner, prefix):
-                    if document.source not in present and (document.version_label or None) == version:
+                    if (
+                        document.source not in present
+                        and (document.version_label or None) == version
+                        and not os.path.lexists(document.source)
+                    ):
                         yield FileOutcome(Path(document.source), gone=self.store.delete(owner, document.id))
 
     # -- reading ------------------------------------------------------------------------------
