@@ -52,6 +52,10 @@ def bench(
     entries: Annotated[str, typer.Option(help="Comma-separated store sizes.")] = "10000,100000",
     json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure here.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Write a PNG comparing modes and the anchor.")] = None,
+    ef_sweep: Annotated[
+        str,
+        typer.Option(help="Also measure HNSW recall@10 at these comma-separated ef_search values."),
+    ] = "",
     data_dir: Annotated[
         Path | None,
         typer.Option(
@@ -78,7 +82,15 @@ def bench(
         fail("--entries: a comma-separated list of integers, e.g. 10000,100000")
     if not sizes or min(sizes) < 100:
         fail("--entries: every size must be at least 100")
-    result = run_search_benchmark(sizes, json_out, progress=lambda line: typer.echo(line, err=True))
+    try:
+        sweep = [int(x) for x in ef_sweep.split(",") if x.strip()]
+    except ValueError:
+        fail("--ef-sweep: a comma-separated list of integers, e.g. 400,800")
+    if any(not 10 <= ef <= 1000 for ef in sweep):
+        fail("--ef-sweep: every value must be between 10 and 1000 (pgvector's range)")
+    result = run_search_benchmark(
+        sizes, json_out, progress=lambda line: typer.echo(line, err=True), ef_sweep=sweep
+    )
     if plot is not None:
         plot_benchmark(result, plot)
     typer.echo(json.dumps(result, indent=2, default=str))

@@ -104,7 +104,8 @@ def quality_at_scale(url: str, docs: Sequence[corpus.Doc]) -> dict[str, Any]:
         name: {
             "pgrecall": round(ours[name], 4),
             "bm25s": round(theirs[name], 4),
-            "ratio": round(ours[name] / theirs[name], 3),
+            # A small store may hold none of a collection's judged documents.
+            "ratio": round(ours[name] / theirs[name], 3) if theirs[name] else None,
         }
         for name in COLLECTIONS
     }

