@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,172 @@ def test_the_tool_list_size_is_the_json() -> None:
     quoted = re.search(r"input schemas\) is ([\d ]+) bytes", (DOCS / "mcp.md").read_text())
     assert quoted is not None, "docs/mcp.md no longer quotes the model-visible size of tools/list"
     assert int(quoted.group(1).replace(" ", "")) == _json("tool_surface.json")["model_visible_bytes"]
+
+
+def _get(data: Any, path: str) -> Any:
+    """A value of nested JSON by a dotted path (keys may hold spaces, not dots)."""
+    for key in path.split("."):
+        data = data[int(key)] if isinstance(data, list) else data[key]
+    return data
+
+
+def _line_with(page: str, anchor: str) -> str:
+    lines = [line for line in (DOCS / page).read_text().splitlines() if anchor in line]
+    assert len(lines) == 1, f"docs/{page}: {len(lines)} lines hold {anchor!r}"
+    return lines[0]
+
+
+EVAL_COLUMNS = ("hybrid", "hybrid_rrf", "vector", "lexical", "bm25s")
+
+
+def test_the_collection_quality_table_is_the_json() -> None:
+    table = _table_after(
+        "quality.md", "| nDCG@10 | hybrid (convex) | hybrid (rrf) | vector | lexical | bm25s |"
+    )
+    for run in _json("eval-collections.json")["collections"]:
+        name = run["dataset"]["name"]
+        row = next(cells for label, cells in table.items() if label.lower().startswith(name + " "))
+        quoted = [float(cell.split()[0]) for cell in row[: len(EVAL_COLUMNS)]]
+        measured = [round(run["results"][system]["metrics"]["nDCG@10"], 4) for system in EVAL_COLUMNS]
+        assert quoted == measured, name
+        best_branch = max(measured[2], measured[3])
+        assert float(row[len(EVAL_COLUMNS)]) == round(measured[0] - best_branch, 3), name
+
+
+# (page, a phrase only the figure's line holds, JSON, dotted path, how the docs round it)
+QUOTES = [
+    ("benchmarks.md", "| embedded cold init", "foundation.json", "cold_init_s", "{:.2f} s"),
+    ("benchmarks.md", "| warm restart", "foundation.json", "warm_restart_s_median", "{:.2f} s"),
+    (
+        "benchmarks.md",
+        "| `migrate upgrade head`",
+        "foundation.json",
+        "migrate_upgrade_head_empty_s",
+        "{:.2f} s",
+    ),
+    ("benchmarks.md", "high accuracy: load", "foundation.json", "lingua_high_accuracy.load_s", "{:.1f} s"),
+    (
+        "benchmarks.md",
+        "high accuracy: load",
+        "foundation.json",
+        "lingua_high_accuracy.rss_added_mb",
+        "+{:.0f} MB",
+    ),
+    (
+        "benchmarks.md",
+        "low accuracy: load",
+        "foundation.json",
+        "lingua_low_accuracy.rss_total_mb",
+        "{:.0f} MB",
+    ),
+    ("benchmarks.md", "| stdio server: spawn", "startup.json", "initialize.median_s", "median {:.2f} s"),
+    (
+        "benchmarks.md",
+        "3 windows in total",
+        "startup.json",
+        "windows.1.total_rss_mb",
+        "{:.0f} MB (`compact`)",
+    ),
+    ("benchmarks.md", "`pgrecall --help`", "startup.json", "cli.help_s_median", "{:.2f} s /"),
+    ("benchmarks.md", "`pgrecall --help`", "startup.json", "cli.add_warm_s_median", "/ {:.1f} s"),
+    ("benchmarks.md", "| load test, 16 HTTP", "load-compare.json", "load.old.ops_per_s", "{:.1f} →"),
+    ("benchmarks.md", "| load test, 16 HTTP", "load-compare.json", "load.new.ops_per_s", "→ {:.1f} ops/s"),
+    ("benchmarks.md", "| load test, 16 HTTP", "load-compare.json", "load.new.p95_ms", "→ {:.0f} ms"),
+    (
+        "benchmarks.md",
+        "| CPU per embedding",
+        "embed_cpu.json",
+        "model_only_ceiling.cold query cache.max_operations_per_s",
+        "≤ {:.0f} ops/s",
+    ),
+    (
+        "search.md",
+        "| lexical nDCG@10 vs bm25s",
+        "lexical_quality.json",
+        "cranfield.pgrecall_default_budget",
+        "Cranfield {:.3f}",
+    ),
+    ("search.md", "| lexical nDCG@10 vs bm25s", "lexical_quality.json", "cranfield.bm25s", "vs {:.3f}"),
+    (
+        "search.md",
+        "| lexical nDCG@10 vs bm25s",
+        "lexical_quality.json",
+        "cisi.pgrecall_default_budget",
+        "CISI {:.3f}",
+    ),
+    ("search.md", "| lexical nDCG@10 vs bm25s", "lexical_quality.json", "cisi.bm25s", "vs {:.3f}"),
+    (
+        "search.md",
+        "| search statement at 100k",
+        "search.json",
+        "sizes.100000.latency.hybrid.search_ms.p50",
+        "hybrid {:.1f} /",
+    ),
+    (
+        "search.md",
+        "| search statement at 100k",
+        "search.json",
+        "sizes.100000.latency.hybrid.search_ms.p95",
+        "/ {:.1f} ms, vector",
+    ),
+    (
+        "search.md",
+        "| search statement at 100k",
+        "search.json",
+        "sizes.100000.latency.vector.search_ms.p50",
+        "vector {:.1f} /",
+    ),
+    (
+        "search.md",
+        "| search statement at 100k",
+        "search.json",
+        "sizes.100000.latency.vector.search_ms.p95",
+        "/ {:.1f} ms, lexical",
+    ),
+    (
+        "search.md",
+        "| search statement at 100k",
+        "search.json",
+        "sizes.100000.latency.hybrid_filtered.search_ms.p99",
+        "p99 {:.1f} ms",
+    ),
+    (
+        "search.md",
+        "| same, ratio to the plain anchor",
+        "search.json",
+        "sizes.100000.latency.hybrid.ratio_to_anchor.p95",
+        "hybrid {:.1f}× at 100k",
+    ),
+    (
+        "search.md",
+        "| same, ratio to the plain anchor",
+        "search.json",
+        "sizes.10000.latency.hybrid.ratio_to_anchor.p95",
+        "{:.1f}× at 10k",
+    ),
+    (
+        "search.md",
+        "| HNSW recall@10 vs exact",
+        "search.json",
+        "sizes.100000.hnsw_recall_at_10.unfiltered",
+        "| {} at 100k",
+    ),
+    (
+        "search.md",
+        "| HNSW recall@10 vs exact",
+        "search.json",
+        "sizes.100000.hnsw_recall_at_10.filtered",
+        "{:.1f} filtered",
+    ),
+]
+
+
+@pytest.mark.parametrize(("page", "anchor", "json_name", "path", "form"), QUOTES)
+def test_a_quoted_figure_is_the_json(page: str, anchor: str, json_name: str, path: str, form: str) -> None:
+    value = _get(_json(json_name), path)
+    places = re.search(r"\{:\.(\d)f\}", form)
+    if places is not None:  # the docs round half up, as a reader does: 0.185 s reads 0.19 s
+        exact = Decimal(str(value)).quantize(Decimal(1).scaleb(-int(places.group(1))), ROUND_HALF_UP)
+        form, value = form.replace(places.group(0), "{}"), exact
+    quoted = form.format(value)
+    assert quoted in _line_with(page, anchor), f"docs/{page} should quote {quoted!r} ({json_name}: {path})"
