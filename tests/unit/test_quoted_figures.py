@@ -216,6 +216,45 @@ QUOTES = [
         "sizes.100000.hnsw_recall_at_10.filtered",
         "{:.1f} filtered",
     ),
+    ("operations.md", "model worker): 48", "load.json", "operations.overall.per_s", "{:.1f} operations/s"),
+    ("operations.md", "model worker): 48", "load.json", "operations.overall.p95_ms", "/ {:.0f} /"),
+    ("operations.md", "896 ms, add_entry", "load.json", "operations.search.p99_ms", "{:.0f} ms, add_entry"),
+    ("operations.md", "all 582 acknowledged", "load.json", "verification.verified", "all {} acknowledged"),
+    (
+        "languages.md",
+        "| `compact` (default)",
+        "detection.json",
+        "accuracy.new.short.stemmable.right",
+        "| {:.1%} /",
+    ),
+    (
+        "languages.md",
+        "| `compact` (default)",
+        "detection.json",
+        "accuracy.new.short.stemmable.wrong",
+        "/ {:.1%} % |",
+    ),
+    (
+        "languages.md",
+        "| `compact` (default)",
+        "detection.json",
+        "accuracy.new.long.stemmable.right",
+        "| {:.1%} /",
+    ),
+    (
+        "languages.md",
+        "| `full`: lingua",
+        "detection.json",
+        "accuracy.baseline.short.stemmable.right",
+        "| {:.1%} /",
+    ),
+    (
+        "languages.md",
+        "| `full`: lingua",
+        "detection.json",
+        "accuracy.baseline.short.stemmable.wrong",
+        "/ {:.1%} % |",
+    ),
 ]
 
 
@@ -226,5 +265,8 @@ def test_a_quoted_figure_is_the_json(page: str, anchor: str, json_name: str, pat
     if places is not None:  # the docs round half up, as a reader does: 0.185 s reads 0.19 s
         exact = Decimal(str(value)).quantize(Decimal(1).scaleb(-int(places.group(1))), ROUND_HALF_UP)
         form, value = form.replace(places.group(0), "{}"), exact
+    percent = re.search(r"\{:\.\d%\}", form)
+    if percent is not None:  # a share quoted in per cent, the sign written once after the figures
+        form, value = form.replace(percent.group(0), "{}"), format(value, percent.group(0)[2:-1])[:-1]
     quoted = form.format(value)
     assert quoted in _line_with(page, anchor), f"docs/{page} should quote {quoted!r} ({json_name}: {path})"
