@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pgrecall.domain.detection import ShortTextDetector, Thresholds, lingua_models
-from pgrecall.domain.detection_full import AllLanguagesDetector
-from pgrecall.domain.language import ISO_TO_CONFIG
+from pgrecall.detection.full import AllLanguagesDetector
+from pgrecall.detection.short_text import ShortTextDetector, lingua_models
+from pgrecall.domain.language import ISO_TO_CONFIG, Thresholds
 from pgrecall.evaluation import detection_devset as devset
 
 STEMMABLE = frozenset(ISO_TO_CONFIG)
@@ -37,11 +37,11 @@ proc = psutil.Process()
 started = time.perf_counter()
 from pgrecall.domain.language import ISO_TO_CONFIG
 if kind == "baseline":
-    from pgrecall.domain.detection_full import AllLanguagesDetector
+    from pgrecall.detection.full import AllLanguagesDetector
     det = AllLanguagesDetector(ISO_TO_CONFIG)
     det.detect("Loading every model before the clock stops: this sentence is long enough.")
 else:
-    from pgrecall.domain.detection import ShortTextDetector
+    from pgrecall.detection.short_text import ShortTextDetector
     det = ShortTextDetector(ISO_TO_CONFIG)
 detect = det.detect
 loaded = det.loaded_languages
@@ -53,7 +53,7 @@ total_s = time.perf_counter() - started
 rss_mb, during = proc.memory_info().rss / 1e6, loaded()
 if kind != "baseline":
     # What the burst's lingering rivals leave once their 30 s are over (the timer's work, now).
-    from pgrecall.domain.detection import lingua_models
+    from pgrecall.detection.short_text import lingua_models
     lingua_models().set_budget(lingua_models().budget, linger=0.0)
 after_mb = proc.memory_info().rss / 1e6
 print(json.dumps({"rss_mb": rss_mb, "loaded_during": during, "rss_after_linger_mb": after_mb,

@@ -16,8 +16,8 @@ import time
 
 from load import note_text, queries
 
-from pgrecall.domain.detection import STEMMABLE, lingua_models
-from pgrecall.domain.detectors import make_detector
+from pgrecall.detection.detectors import make_detector
+from pgrecall.detection.short_text import STEMMABLE, lingua_models
 
 
 def main() -> None:

@@ -16,8 +16,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from pgrecall.domain import detection
-from pgrecall.domain.detection_full import AllLanguagesDetector
+from pgrecall.detection import short_text as detection
+from pgrecall.detection.full import AllLanguagesDetector
 from pgrecall.domain.language import ISO_TO_CONFIG
 
 STEMMABLE = frozenset(ISO_TO_CONFIG)

@@ -23,7 +23,8 @@ from pgrecall.db.embedded import EmbeddedServer
 
 LINGUA_PROBE = r"""
 import json, resource, statistics, time
-from pgrecall.domain.language import LanguageCatalog, LanguageDetector, Thresholds, in_process_backend
+from pgrecall.detection.detectors import in_process_backend
+from pgrecall.domain.language import LanguageCatalog, LanguageDetector, Thresholds
 import sys
 configs = set(json.loads(sys.argv[1]))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

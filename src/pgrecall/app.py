@@ -13,14 +13,8 @@ from psycopg_pool import ConnectionPool
 from pgrecall.config import Settings
 from pgrecall.db import migrate
 from pgrecall.db.database import APP_ROLE, Database
-from pgrecall.domain.detection import Detection
-from pgrecall.domain.language import (
-    DetectBackend,
-    LanguageCatalog,
-    LanguageDetector,
-    Thresholds,
-    in_process_backend,
-)
+from pgrecall.detection.detectors import in_process_backend
+from pgrecall.domain.language import DetectBackend, Detection, LanguageCatalog, LanguageDetector, Thresholds
 from pgrecall.embeddings import CachedQueryEmbedder, create_embedder
 from pgrecall.embeddings.base import Embedder, EmbeddingError
 from pgrecall.services.activity import ActivityService

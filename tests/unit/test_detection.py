@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pgrecall.domain.detection import Detection, ShortTextDetector
+from pgrecall.detection.short_text import ShortTextDetector
+from pgrecall.domain.language import Detection
 from pgrecall.evaluation.detection_devset import load_jsonl
 
 STEMMABLE = frozenset(
@@ -60,7 +61,7 @@ TOO_SHORT = [t for t in SAMPLE if len(t.text) < 30]
 def _keep_models_resident() -> Iterator[None]:
     # Answers do not depend on the budget (the budget tests run in their own interpreters); with the
     # default one, the sample's 30 languages evict and reload each other's models for minutes.
-    from pgrecall.domain.detection import lingua_models
+    from pgrecall.detection.short_text import lingua_models
 
     models = lingua_models()
     budget = models.budget
@@ -126,7 +127,7 @@ def test_malay_and_indonesian_share_one_stemmer() -> None:
 # lingua's model cache is process-wide, so a fresh interpreter sees only what German and English load.
 PROBE = """
 import json, sys
-from pgrecall.domain.detection import ShortTextDetector, lingua_models
+from pgrecall.detection.short_text import ShortTextDetector, lingua_models
 lingua_models().set_budget(int(sys.argv[2]), linger=0.0)
 det = ShortTextDetector(sys.argv[1].split())
 for text in json.loads(sys.stdin.read()):
@@ -171,7 +172,7 @@ def test_high_accuracy_models_stay_within_the_budget() -> None:
 
 
 def test_rare_rivals_are_evicted_before_the_stores_languages() -> None:
-    from pgrecall.domain.detection_models import LinguaModels
+    from pgrecall.detection.models import LinguaModels
 
     models = LinguaModels(["en", "de"], budget=2, linger=0.0)
     for _ in range(3):
@@ -182,7 +183,7 @@ def test_rare_rivals_are_evicted_before_the_stores_languages() -> None:
 
 
 def test_function_words_bring_a_language_trigrams_missed(detector: ShortTextDetector) -> None:
-    from pgrecall.domain.detection import stopword_languages
+    from pgrecall.detection.short_text import stopword_languages
 
     text = "Die Häuser am See sind im Winter kalt und still."
     # lingua's trigram models alone rank German 8th here (Danish first): its stop words bring it in.
@@ -195,7 +196,7 @@ def test_function_words_bring_a_language_trigrams_missed(detector: ShortTextDete
 
 
 def test_rivals_linger_through_a_burst_then_go() -> None:
-    from pgrecall.domain.detection_models import LinguaModels
+    from pgrecall.detection.models import LinguaModels
 
     now = [0.0]
     models = LinguaModels(["en", "de"], budget=1, ceiling=3, linger=30.0, clock=lambda: now[0])
@@ -234,7 +235,7 @@ def test_threads_agree_with_one_thread() -> None:
 
 
 def test_serbian_cyrillic_without_its_own_letters_is_still_serbian(detector: ShortTextDetector) -> None:
-    from pgrecall.domain.detection_stage1 import first_stage
+    from pgrecall.detection.first_stage import first_stage
 
     # None of ђ ћ ј љ њ џ, but no letter Serbian lacks (й ы ь я ю щ …) either: Serbian stays in.
     text = "Преузимам спискове измена са сервера"

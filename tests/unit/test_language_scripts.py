@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from pgrecall.domain.detection import SAME_STEMMER, Detection
+from pgrecall.detection.short_text import SAME_STEMMER
 from pgrecall.domain.language import (
     CONFIG_TO_ISO,
     ISO_TO_CONFIG,
     SCRIPT_SAMPLE_CHARS,
+    Detection,
     LanguageCatalog,
     LanguageDetector,
     unstemmable_script,

@@ -3,19 +3,53 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-# Thresholds live beside the detectors that apply them; re-exported for the app and the worker.
-from pgrecall.domain.detection import Detection
-from pgrecall.domain.detection import Thresholds as Thresholds
 from pgrecall.errors import InvalidInputError
 
-if TYPE_CHECKING:
-    from pgrecall.config import DetectorKind
-
 SIMPLE = "simple"
+
+
+@dataclass(frozen=True)
+class Detection:
+    """A detected ISO 639-1 code among the detector's codes, or None ('simple': too short or unsure)."""
+
+    iso: str | None
+    confidence: float | None
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a detection is trusted: enough letters, enough confidence, a clear margin over the runner-up."""
+
+    min_letters: int = 20
+    min_confidence: float = 0.2
+    min_ratio: float = 1.2
+    max_chars: int = 2000
+
+    def as_dict(self) -> dict[str, int | float]:
+        """JSON-ready form (the model worker's `detect` requests carry it)."""
+        return {
+            "min_letters": self.min_letters,
+            "min_confidence": self.min_confidence,
+            "min_ratio": self.min_ratio,
+            "max_chars": self.max_chars,
+        }
+
+    def sample(self, text: str) -> str | None:
+        """The part of `text` a detector reads, or None when it has too few letters to detect."""
+        sample = text[: self.max_chars]
+        letters = sum(1 for ch in sample if unicodedata.category(ch).startswith("L"))
+        return sample if letters >= self.min_letters else None
+
+    def trusted(self, best: float, runner_up: float) -> bool:
+        """True if the best language is confident enough and clear enough of the runner-up."""
+        return best >= self.min_confidence and best >= self.min_ratio * runner_up
+
+
+DEFAULT_THRESHOLDS = Thresholds()
 
 # ISO 639-1 → Snowball config name as PostgreSQL ships it. Only the configs the
 # server really has (read from pg_ts_config) are offered; this table only names them.
@@ -197,13 +231,6 @@ class LanguageCatalog:
 
 DetectBackend = Callable[[str], Detection]
 """Detects one text's language among the catalog's codes (in this process, or in the model worker)."""
-
-
-def in_process_backend(catalog: LanguageCatalog, thresholds: Thresholds, kind: DetectorKind) -> DetectBackend:
-    """Detection in this process with the `kind` detector (lingua's models load on first use)."""
-    from pgrecall.domain.detectors import make_detector
-
-    return make_detector(kind, catalog.supported_codes(), thresholds).detect
 
 
 class LanguageDetector:

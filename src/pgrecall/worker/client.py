@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrecall.config import Settings
-from pgrecall.domain.detection import DEFAULT_THRESHOLDS, Detection, Thresholds
+from pgrecall.domain.language import DEFAULT_THRESHOLDS, Detection, Thresholds
 from pgrecall.embeddings.base import EmbeddingError, check_texts, to_unit_rows
 from pgrecall.errors import PgrecallError
 from pgrecall.worker import lifecycle

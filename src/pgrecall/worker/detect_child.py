@@ -41,7 +41,7 @@ class DetectorCache:
         detector = self._detectors.get(key)
         if detector is None:
             from pgrecall.config import Settings
-            from pgrecall.domain.detectors import make_detector
+            from pgrecall.detection.detectors import make_detector
 
             codes, limits = key
             started = time.perf_counter()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 # A detect request carries the domain's thresholds; re-exported for the worker's modules.
-from pgrecall.domain.detection import Thresholds as Thresholds
+from pgrecall.domain.language import Thresholds as Thresholds
 
 if TYPE_CHECKING:
     import numpy as np

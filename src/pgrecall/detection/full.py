@@ -10,7 +10,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from pgrecall.domain.detection import DEFAULT_THRESHOLDS, Detection, Thresholds, pooled_by_stemmer
+from pgrecall.detection.short_text import pooled_by_stemmer
+from pgrecall.domain.language import DEFAULT_THRESHOLDS, Detection, Thresholds
 
 # lingua keeps models per process; one detector per language set is shared by every caller.
 _BUILT: dict[tuple[str, ...], tuple[Any, dict[Any, str]]] = {}

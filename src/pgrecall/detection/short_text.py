@@ -1,6 +1,6 @@
 """Language detection that is right on short texts and small: lingua twice, loading only what it needs.
 
-Non-Latin scripts go through the script rules of detection_stage1 (alphabets, function words), which
+Non-Latin scripts go through the script rules of first_stage (alphabets, function words), which
 decide alone or name a few candidates. Latin-script texts go to lingua in low-accuracy mode over every
 Latin-script language it knows (trigram models only, ~1 MB a language); its `STAGE1_CANDIDATES` best
 languages are the candidates, joined by the languages whose PostgreSQL stop words the text holds most
@@ -8,7 +8,7 @@ languages are the candidates, joined by the languages whose PostgreSQL stop word
 holding `OVERWHELMING` of their confidence and its stop words name no other language, it is the
 answer; otherwise lingua decides in high-accuracy mode over those candidates only, so a process loads
 the high-accuracy models (~23 MB each) of the languages its texts are written in and of their closest
-rivals, keeping `detection_models.DEFAULT_BUDGET` of them loaded between bursts of writes.
+rivals, keeping `models.DEFAULT_BUDGET` of them loaded between bursts of writes.
 
 Languages that share a stemmer are one candidate (`SAME_STEMMER`: Malay counts as Indonesian).
 Languages we cannot stem (Nynorsk, Polish, Galician…) are candidates so that their texts are not given a
@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import re
 import threading
-import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from pgrecall.domain.detection_models import LinguaModels, latin_codes, lingua_codes
-from pgrecall.domain.detection_stage1 import first_stage
-from pgrecall.domain.stopwords import LATIN_STOPWORDS
+from pgrecall.detection.first_stage import first_stage
+from pgrecall.detection.models import LinguaModels, latin_codes, lingua_codes
+from pgrecall.detection.stopwords import LATIN_STOPWORDS
+from pgrecall.domain.language import DEFAULT_THRESHOLDS, Detection, Thresholds
 
 # Stemmable languages lingua knows (pgrecall.language.ISO_TO_CONFIG less 'ne', 'yi' and 'no' = 'nb').
+UNSURE = Detection(None, None)  # too short or unsure: the entry is stored unstemmed
+
 STEMMABLE = frozenset(
     ["ar", "hy", "eu", "ca", "da", "nl", "en", "et", "fi", "fr", "de", "el", "hi", "hu", "id", "ga", "it",
      "lt", "nb", "pt", "ro", "ru", "sr", "es", "sv", "ta", "tr"]
@@ -70,49 +71,6 @@ def lingua_models() -> LinguaModels:
         if _MODELS is None:
             _MODELS = LinguaModels(latin_codes())
         return _MODELS
-
-
-@dataclass(frozen=True)
-class Detection:
-    """A detected ISO 639-1 code among the detector's codes, or None ('simple': too short or unsure)."""
-
-    iso: str | None
-    confidence: float | None
-
-
-SIMPLE = Detection(None, None)
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """When a detection is trusted: enough letters, enough confidence, a clear margin over the runner-up."""
-
-    min_letters: int = 20
-    min_confidence: float = 0.2
-    min_ratio: float = 1.2
-    max_chars: int = 2000
-
-    def as_dict(self) -> dict[str, int | float]:
-        """JSON-ready form (the model worker's `detect` requests carry it)."""
-        return {
-            "min_letters": self.min_letters,
-            "min_confidence": self.min_confidence,
-            "min_ratio": self.min_ratio,
-            "max_chars": self.max_chars,
-        }
-
-    def sample(self, text: str) -> str | None:
-        """The part of `text` a detector reads, or None when it has too few letters to detect."""
-        sample = text[: self.max_chars]
-        letters = sum(1 for ch in sample if unicodedata.category(ch).startswith("L"))
-        return sample if letters >= self.min_letters else None
-
-    def trusted(self, best: float, runner_up: float) -> bool:
-        """True if the best language is confident enough and clear enough of the runner-up."""
-        return best >= self.min_confidence and best >= self.min_ratio * runner_up
-
-
-DEFAULT_THRESHOLDS = Thresholds()
 
 
 def word_count(text: str) -> int:
@@ -173,7 +131,7 @@ class ShortTextDetector:
 
     def _decide(self, ranked: list[tuple[str, float]]) -> Detection:
         if not ranked:
-            return SIMPLE
+            return UNSURE
         iso, best = ranked[0]
         runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
         if not self.thresholds.trusted(best, runner_up):
@@ -184,7 +142,7 @@ class ShortTextDetector:
         """Best language of `text` among `codes`, or None when too short, unsure, or another language."""
         sample = self.thresholds.sample(text)
         if sample is None:
-            return SIMPLE
+            return UNSURE
         stage = first_stage(sample)
         models = lingua_models()
         words = word_count(sample)
@@ -193,7 +151,7 @@ class ShortTextDetector:
             ranked = _weighted(models.low_accuracy(sample)[: max(STAGE1_CANDIDATES, 8)], lookalike)
             candidates = [code for code, _ in ranked[:STAGE1_CANDIDATES]]
             if not candidates:
-                return SIMPLE
+                return UNSURE
             extra = [c for c in stopword_languages(sample) if c not in candidates]
             if extra:
                 candidates += extra
@@ -209,7 +167,7 @@ class ShortTextDetector:
         else:
             candidates = [c for c in stage.candidates if c in lingua_codes()]
             if len(candidates) < 2:
-                return self._report(candidates[0], None) if candidates else SIMPLE
+                return self._report(candidates[0], None) if candidates else UNSURE
         return self._decide(_weighted(models.high_accuracy(sample, candidates), lookalike))
 
     def loaded_languages(self) -> list[str]:

@@ -1,6 +1,6 @@
 """Word lists the first stage of language detection reads.
 
-Hebrew-script texts: Yiddish function words (and its ligatures, checked in detection_stage1) against
+Hebrew-script texts: Yiddish function words (and its ligatures, checked in first_stage) against
 Hebrew ones. Devanagari texts: Nepali, which lingua has no model for, by PostgreSQL's Nepali stop
 words; Hindi and Marathi (which we cannot stem) by their own frequent words, left to lingua otherwise.
 Latin-script texts: the stop words of the languages PostgreSQL stems there (its own lists,

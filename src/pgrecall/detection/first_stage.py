@@ -13,7 +13,12 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 
-from pgrecall.domain.stopwords import DEVANAGARI_FUNCTION_WORDS, HEBREW_WORDS, NEPALI_STOPWORDS, YIDDISH_WORDS
+from pgrecall.detection.stopwords import (
+    DEVANAGARI_FUNCTION_WORDS,
+    HEBREW_WORDS,
+    NEPALI_STOPWORDS,
+    YIDDISH_WORDS,
+)
 
 # Scripts only one stemmable language writes (and no look-alike we meet): decided without lingua.
 SINGLE_SCRIPT = {"GREEK": "el", "ARMENIAN": "hy", "TAMIL": "ta"}
