@@ -143,13 +143,11 @@ class DocumentService:
         doc_title = check_title(title) if title else check_title(parsed.title) if parsed.title else None
         resolved = self.entries.detector.resolve(language, parsed.text[:_DETECT_SAMPLE_CHARS])
         pieces = chunk(parsed, max_chars=self.settings.chunk_chars)
+        # Ordinals count the kept pieces, so a document's chunks are numbered without gaps.
+        kept = [p for p in pieces if p.text.strip()]
         drafts = [
-            ChunkDraft(p.ordinal, p.text, content_hash(p.text), tuple(p.section_path), dict(p.metadata))
-            for p in pieces
-            if p.text.strip()
-        ]
-        drafts = [
-            ChunkDraft(i, d.text, d.content_hash, d.section_path, d.metadata) for i, d in enumerate(drafts)
+            ChunkDraft(i, p.text, content_hash(p.text), tuple(p.section_path), dict(p.metadata))
+            for i, p in enumerate(kept)
         ]
         doc_metadata = check_metadata({**parsed.metadata, **(metadata or {})})
         draft = DocumentDraft(
