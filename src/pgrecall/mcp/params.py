@@ -173,8 +173,8 @@ Query = Annotated[
 Selected = Annotated[
     str | None,
     Field(
-        description=f"Text the user selected (≤ {MAX_SELECTION_CHARS} chars): finds related entries, "
-        "those related to the query too first. Empty or invalid: selection_ignored."
+        description=f"Text the user selected (≤ {MAX_SELECTION_CHARS} chars): searched alone, query "
+        "ignored; nothing relevant: out_of_scope. Empty or invalid: selection_ignored."
     ),
 ]
 Pins = Annotated[
@@ -230,7 +230,12 @@ _RELEVANCE_DOC = (
 )
 MinRelevance = Annotated[
     float | None,
-    Field(description=_RELEVANCE_DOC + " Unset: no floor.", ge=0.0, le=1.0, allow_inf_nan=False),
+    Field(
+        description=_RELEVANCE_DOC + " Unset: none (0.7 with selected_text).",
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+    ),
 ]
 RecencyHalfLife = Annotated[
     float | None,

@@ -112,11 +112,18 @@ class Hit(BaseModel):
 class SearchOut(BaseModel):
     """Result of search."""
 
-    status: Status = Field(description="ok; no_matches; empty_store (no entries yet).")
+    status: Status = Field(
+        description="ok; no_matches; empty_store (no entries yet); out_of_scope (nothing in the store "
+        "is relevant to selected_text: no hits but pins)."
+    )
+    reason: str | None = Field(default=None, description="Why there are no hits, when there are none.")
     request_id: str = Field(description="Id of this call in the server logs.")
     degraded: bool = Field(description="True when only the lexical branch could run (embedder unavailable).")
     degraded_reason: str | None = Field(description="Why, when degraded.")
-    used: str = Field(description="What was searched: query, selection or query+selection.")
+    used: str = Field(
+        description="What was searched: query; selection; or 'selection; query ignored' (a usable "
+        "selected_text is searched alone)."
+    )
     selection_ignored: str | None = Field(description="Why selected_text was not used, if it was given.")
     hits: list[Hit] = Field(description="Results, best first; never more than top_k.")
     below_relevance: int = Field(description="Hits left out by min_relevance.")
@@ -178,7 +185,11 @@ class DroppedOut(BaseModel):
 class ContextOut(BaseModel):
     """Result of build_context."""
 
-    status: Status = Field(description="ok; warning (see warnings); no_matches; empty_store.")
+    status: Status = Field(
+        description="ok; warning (see warnings); no_matches; empty_store; out_of_scope (nothing "
+        "relevant to selected_text)."
+    )
+    reason: str | None = Field(default=None, description="Why nothing was cited, when nothing was.")
     request_id: str = Field(description="Id of this call in the server logs.")
     warnings: list[str] | None = Field(
         default=None, description="E.g. two versions of one document both cited: they may disagree."

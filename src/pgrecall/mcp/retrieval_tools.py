@@ -108,7 +108,11 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
             if not result.items:
                 metrics.empty_searches.labels(mode).inc()
             call.fields.update(
-                mode=mode, hits=len(result.items), degraded=result.degraded, status=result.status
+                mode=mode,
+                hits=len(result.items),
+                degraded=result.degraded,
+                status=result.status,
+                used=result.used,
             )
             timings = timings_out(result.timings, call.elapsed_ms())
 
@@ -119,6 +123,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
 
             return SearchOut(
                 status=result.status,
+                reason=result.scope_reason,
                 request_id=call.request_id,
                 degraded=result.degraded,
                 degraded_reason=result.degraded_reason,
@@ -217,6 +222,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
             )
             call.fields.update(
                 mode=mode,
+                status=built.status,
                 hits=len(built.citations),
                 degraded=built.degraded,
                 tokens=built.total_tokens,
@@ -224,6 +230,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
             )
             return ContextOut(
                 status=built.status,
+                reason=built.reason,
                 request_id=call.request_id,
                 context=built.context,
                 citations=[CitationOut(**c.__dict__) for c in built.citations],

@@ -72,6 +72,8 @@ class BuiltContext:
     below_relevance: int = 0
     # e.g. two versions of one source both cited: the answer may mix them (status 'warning').
     warnings: list[str] | None = None
+    # Why nothing (or only pins) came back: out_of_scope's one line.
+    reason: str | None = None
 
 
 def render_block(label: str, ranked: Ranked, *, continued: bool = False) -> str:
@@ -286,6 +288,7 @@ def build_context(
     missing: list[str] = []
     degraded, statuses = False, list[Status]()
     below = 0
+    reason: str | None = None
     used_ids: set[str] = set()
     for index, (section, text) in enumerate(groups):
         result = retrieval.retrieve(
@@ -297,6 +300,7 @@ def build_context(
         degraded = degraded or result.degraded
         below += result.below_relevance
         statuses.append(result.status)
+        reason = reason or result.scope_reason
         fresh = [r for r in result.items if str(r.entry.id) not in used_ids]
         header = f"## {section}" if section is not None else None
         budget = share - (estimate_tokens(header) + 1 if header else 0)
@@ -387,6 +391,9 @@ def build_context(
         if citations
         else ("empty_store" if all(s == "empty_store" for s in statuses) else "no_matches")
     )
+    if statuses and all(s == "out_of_scope" for s in statuses):
+        # The selection's topic is not in the store: pins (asked for by hash) may still be cited.
+        status = "out_of_scope"
     return BuiltContext(
         context=context,
         citations=citations,
@@ -398,4 +405,5 @@ def build_context(
         status=status,
         below_relevance=below,
         warnings=warnings or None,
+        reason=reason,
     )

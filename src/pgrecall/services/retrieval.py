@@ -1,8 +1,9 @@
 """Citable retrieval: selected text, pinned hashes, dedup, diversity, and cited context assembly.
 
 It wraps the hybrid search (one SQL statement per search) with plain-Python steps:
-1. what to search: the query, the selection, or both (two searches fused by RRF: entries
-   related to the selection *and* to the query come first);
+1. what to search: a usable selection alone (the question is then ignored: the user pointed at
+   what they mean), else the query; a selection search has a default relevance floor and, when
+   nothing clears it, answers `out_of_scope` with no entries rather than unrelated ones;
 2. pins: entries whose content_hash the caller pins come first, in the given order;
 3. the rest of the slots: the ranking, minus pinned entries, minus exact and near duplicates
    (word 3-shingle Jaccard > 0.8), optionally re-ranked by MMR (λ = 0.7).
@@ -17,6 +18,7 @@ from typing import Any
 
 from pgrecall.domain.entries import Entry, EntryFilters, Status
 from pgrecall.domain.ranking import Candidate, dedup, mmr
+from pgrecall.domain.relevance import DEFAULT_SELECTION_MIN_RELEVANCE
 from pgrecall.domain.text import normalize_text
 from pgrecall.domain.validation import (
     MAX_QUERY_CHARS,
@@ -29,7 +31,6 @@ from pgrecall.errors import InvalidInputError
 from pgrecall.services.search import SearchHit, SearchOptions, SearchResult, SearchService
 from pgrecall.store.entries import EntryStore
 
-RRF_K = 60
 # Candidates fetched for the fill; dedup and MMR need some to spare beyond top_k.
 POOL = MAX_TOP_K
 
@@ -103,8 +104,10 @@ class Retrieved:
     missing_pins: list[str]
     degraded: bool
     degraded_reason: str | None
-    used: str  # "query", "selection", "query+selection"
+    used: str  # "query", "selection", "selection; query ignored"
     selection_ignored: str | None
+    # out_of_scope: why nothing was returned for the selection (one line).
+    scope_reason: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     below_relevance: int = 0  # hits the relevance floor left out (summed over the searches)
     fusion: str = "rrf"  # how the search(es) fused their branches ("convex+rrf" when they differed)
@@ -150,20 +153,17 @@ class RetrievalService:
             raise InvalidInputError("query", f"give a query or a non-empty selected_text{why}")
         options = self.search_service.check(request.options)
 
-        results: list[SearchResult] = []
-        if has_query:
-            assert query is not None
-            results.append(
-                self.search_service.search(owner, query, top_k=POOL, options=options, checked=True)
-            )
         if selection is not None:
-            results.append(
-                self.search_service.search(owner, selection, top_k=POOL, options=options, checked=True)
-            )
-        used = "+".join(
-            name for name, on in (("query", has_query), ("selection", selection is not None)) if on
-        )
-        fused = _fuse(results)
+            # The selection is what the user points at: it alone is searched (the question, if
+            # any, is ignored and said so), with a floor so that unrelated entries do not fill in.
+            text, used = selection, "selection; query ignored" if has_query else "selection"
+            if options.min_relevance is None:
+                options = replace(options, min_relevance=DEFAULT_SELECTION_MIN_RELEVANCE)
+        else:
+            assert query is not None
+            text, used = query, "query"
+        results = [self.search_service.search(owner, text, top_k=POOL, options=options, checked=True)]
+        fused = list(results[0].hits)
 
         pinned_entries = self.store.by_hashes(owner, pins) if pins else {}
         missing = [h for h in pins if h not in pinned_entries]
@@ -204,8 +204,16 @@ class RetrievalService:
             items.append(Ranked(entries[uuid.UUID(hit.id)], hit, hit.score, False))
 
         first = results[0]
-        live = any(r.status != "empty_store" for r in results) or bool(pinned_entries)
+        live = first.status != "empty_store" or bool(pinned_entries)
         status: Status = "ok" if items else ("no_matches" if live else "empty_store")
+        scope_reason = None
+        if selection is not None and first.status != "empty_store" and not fused:
+            # Nothing in the store is about the selection: say so, never fill with other entries.
+            status = "out_of_scope"
+            scope_reason = (
+                f"no entry reaches min_relevance {options.min_relevance} for the selected text"
+                f" ({first.below_relevance} below it)"
+            )
         return Retrieved(
             status=status,
             items=items,
@@ -214,6 +222,7 @@ class RetrievalService:
             degraded_reason=next((r.degraded_reason for r in results if r.degraded_reason), None),
             used=used,
             selection_ignored=ignored,
+            scope_reason=scope_reason,
             below_relevance=sum(r.below_relevance for r in results),
             fusion="+".join(dict.fromkeys(r.fusion for r in results)),
             fusion_weights=next((r.fusion_weights for r in results if r.fusion_weights), None),
@@ -230,17 +239,3 @@ class RetrievalService:
 def _waited(results: list[SearchResult]) -> float | None:
     waits = [r.timings.embedder_wait_ms for r in results if r.timings.embedder_wait_ms is not None]
     return round(sum(waits), 3) if waits else None
-
-
-def _fuse(results: list[SearchResult]) -> list[SearchHit]:
-    """One search: its hits. Query + selection: RRF over both rankings, ties by id."""
-    if len(results) == 1:
-        return list(results[0].hits)
-    scores: dict[str, float] = {}
-    hits: dict[str, SearchHit] = {}
-    for result in results:
-        for hit in result.hits:
-            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (RRF_K + hit.rank)
-            hits.setdefault(hit.id, hit)
-    order = sorted(scores, key=lambda key: (-scores[key], key))
-    return [replace(hits[key], score=scores[key]) for key in order]
