@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -89,6 +89,7 @@ class Hit(BaseModel):
     title: str | None
     snippet: str = Field(description="A short excerpt around the matched words (or the start).")
     tags: list[str]
+    kind: str
     source: str | None = Field(description="Where the entry came from.")
     language: str = Field(description="Text-search config of the entry.")
     content_hash: str = Field(description="Cite it; pass it in pinned_hashes to get this exact entry back.")
@@ -140,6 +141,17 @@ class SearchOut(BaseModel):
         "null when it was ready."
     )
     missing_pins: list[str] = Field(description="Pinned hashes that match no live entry (not an error).")
+    applied: dict[str, Any] = Field(
+        description="What ran: mode, top_k, filters set, min_relevance, min_score, recency_half_life_days, "
+        "fusion, diversify."
+    )
+    total_candidates: int = Field(description="Distinct entries both branches found before any cut.")
+    sources: list[str] = Field(description="The results' sources, first-seen order.")
+    trace: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="trace=true: per stage (vector, lexical, fusion, ranked, relevance_floor, dedup with "
+        "`collapsed` ids and the id each collapsed into, mmr, top_k) its candidates and ms.",
+    )
     timings: dict[str, float] = Field(
         description="Milliseconds: sql_ms (database), search_ms (embedding the query plus database), "
         "total_ms (the whole call)."
@@ -169,6 +181,12 @@ class CitationOut(BaseModel):
     section_path: list[str] | None = Field(default=None, description="The chunk's section path.")
     ordinal: int | None = Field(default=None, description="The chunk's place in its document.")
     neighbour: bool = Field(default=False, description="expand_neighbours: next to a cited chunk.")
+    weight: float = Field(
+        default=0.0, description="The fused score it ranked by (0: a pin not found, a link, a neighbour)."
+    )
+    tags: list[str] | None = None
+    kind: str | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class DroppedOut(BaseModel):
@@ -210,6 +228,18 @@ class ContextOut(BaseModel):
         description="Ranked entries left out as not relevant enough (min_relevance)."
     )
     degraded: bool = Field(description="True when only the lexical branch could run.")
+    applied: dict[str, Any] = Field(
+        description="What ran: mode, top_k, filters set, min_relevance, min_score, recency_half_life_days, "
+        "fusion, diversify, token_budget."
+    )
+    total_candidates: int = Field(description="Distinct entries both branches found before any cut.")
+    sources: list[str] = Field(description="The results' sources, first-seen order.")
+    trace: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="trace=true: per stage (vector, lexical, fusion, ranked, relevance_floor, dedup with "
+        "`collapsed` ids and the id each collapsed into, mmr, top_k, pack; per section) its candidates "
+        "and ms.",
+    )
 
 
 class CitationIn(BaseModel):
@@ -262,6 +292,7 @@ def hit_out(rank: int, ranked: Ranked, explain: bool, more: list[Ranked] | None 
         title=entry.title,
         snippet=hit.snippet if hit is not None else snippet(entry.body),
         tags=entry.tags,
+        kind=entry.kind,
         source=entry.source,
         language=entry.language,
         content_hash=entry.content_hash,

@@ -60,6 +60,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         min_relevance: p.MinRelevance = None,
         recency_half_life_days: p.RecencyHalfLife = None,
         explain: p.Explain = False,
+        trace: p.Trace = False,
         pinned_hashes: p.Pins = None,
         diversify: p.Diversify = False,
         selected_text: p.Selected = None,
@@ -137,6 +138,10 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 fusion_weights=result.fusion_weights,
                 embedder_wait_ms=result.embedder_wait_ms,
                 missing_pins=result.missing_pins,
+                applied=result.applied,
+                total_candidates=result.total_candidates,
+                sources=list(dict.fromkeys(r.entry.source for r in result.items if r.entry.source)),
+                trace=result.trace if trace else None,
                 timings=timings,
             )
 
@@ -162,6 +167,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         diversify: p.Diversify = False,
         min_relevance: p.ContextMinRelevance = DEFAULT_CONTEXT_MIN_RELEVANCE,
         recency_half_life_days: p.RecencyHalfLife = None,
+        trace: p.Trace = False,
         expand_related: Annotated[
             bool,
             Field(
@@ -241,6 +247,10 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 below_relevance=built.below_relevance,
                 degraded=built.degraded,
                 warnings=built.warnings,
+                applied=built.applied,
+                total_candidates=built.total_candidates,
+                sources=built.sources,
+                trace=built.trace if trace else None,
             )
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)
