@@ -82,6 +82,8 @@ class BuiltContext:
     reason: str | None = None
     # Distinct candidates of the search(es), the sources cited, what ran, and each search's stages.
     total_candidates: int = 0
+    used: str = "query"
+    degraded_reason: str | None = None
     sources: list[str] = field(default_factory=list)
     applied: dict[str, Any] = field(default_factory=dict)
     trace: list[dict[str, Any]] = field(default_factory=list)
@@ -304,6 +306,7 @@ def build_context(
     below = 0
     why: str | None = None
     total_candidates = 0
+    used, degraded_reason = "query", None
     applied: dict[str, Any] = {}
     trace: list[dict[str, Any]] = []
     used_ids: set[str] = set()
@@ -319,6 +322,7 @@ def build_context(
         statuses.append(result.status)
         why = why or result.scope_reason
         total_candidates += result.total_candidates
+        used, degraded_reason = result.used, degraded_reason or result.degraded_reason
         applied = applied or {**result.applied, "token_budget": token_budget}
         trace += [{**stage, "section": section} if section else stage for stage in result.trace]
         fresh = [r for r in result.items if str(r.entry.id) not in used_ids]
@@ -435,6 +439,8 @@ def build_context(
         warnings=warnings or None,
         reason=why if not citations or status == "out_of_scope" else None,
         total_candidates=total_candidates,
+        used=used,
+        degraded_reason=degraded_reason,
         sources=list(dict.fromkeys(c.source for c in citations if c.source)),
         applied=applied,
         trace=trace,
