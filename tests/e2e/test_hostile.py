@@ -551,6 +551,7 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
                 "min_relevance": RELEVANCE,
                 "recency_half_life_days": HALF_LIFE,
                 "explain": FLAG,
+                "trace": FLAG,
                 "pinned_hashes": PINS,
                 "diversify": FLAG,
                 "selected_text": TEXT,
@@ -570,6 +571,7 @@ def strategies() -> dict[str, st.SearchStrategy[dict[str, Any]]]:
                 "diversify": FLAG,
                 "min_relevance": RELEVANCE,
                 "recency_half_life_days": HALF_LIFE,
+                "trace": FLAG,
                 "expand_related": FLAG,
             },
             ("query",),
@@ -953,6 +955,12 @@ REGRESSIONS: list[Any] = [
     ("search", {"query": "a:* & !b | (c <-> d)", "mode": "lexical"}, None),
     ("search", {"query": "pods", "top_k": 10**100}, "top_k"),
     ("search", {"query": "pods", "language": "english; drop"}, "language"),
+    # trace and a selection searched alone (with its floor, filters echoed, and an empty answer's reason).
+    ("search", {"query": "pods", "trace": "maybe"}, "trace"),
+    ("search", {"query": "pods", "selected_text": "\u200b", "trace": True}, None),
+    ("search", {"selected_text": "a:* & !b", "kind": "x", "trace": True, "min_relevance": 0}, None),
+    ("build_context", {"query": "q", "selected_text": "x" * 5001, "trace": True}, None),
+    ("build_context", {"selected_text": "pods", "sections": ["a", "b"], "trace": [1]}, "trace"),
     # A valid query plus a valid section name must not exceed the search text limit.
     ("build_context", {"query": "q " * 500, "sections": ["background"]}, None),
     ("build_context", {"query": "pods", "token_budget": -(2**63)}, "token_budget"),

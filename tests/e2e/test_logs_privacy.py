@@ -130,8 +130,9 @@ async def test_no_text_in_logs_and_no_vectors_in_results(served: tuple[str, Path
         await tool("list_entries", tags_any=["zephyrine"])
         found = await tool("search", query=QUERY, explain=True, diversify=True)
         assert found["hits"], found
-        await tool("search", query=QUERY, mode="vector", selected_text=ENTRY)
-        built = await tool("build_context", query=QUERY, sections=["zephyrine", "plinkety"])
+        await tool("search", query=QUERY, mode="vector", selected_text=ENTRY, trace=True, min_relevance=0)
+        await tool("search", query=QUERY, kind="nothing-here", trace=True)  # no_matches and its reason
+        built = await tool("build_context", query=QUERY, sections=["zephyrine", "plinkety"], trace=True)
         await tool(
             "verify_citations", citations=[{"content_hash": c["content_hash"]} for c in built["citations"]]
         )

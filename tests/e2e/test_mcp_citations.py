@@ -102,14 +102,34 @@ async def test_selection_modes_and_fallback(client: Client) -> None:
     selection = "nightly copy of the production database into cold storage"
     only = await call(client, "search", selected_text=selection, top_k=3)
     assert only["used"] == "selection" and only["hits"][0]["id"] == added[0]["id"]
-    both = await call(client, "search", query="who must approve?", selected_text=selection, top_k=3)
-    assert both["used"] == "query+selection" and both["hits"]
+    # A usable selection is searched alone: the question does not pull in its own topic.
+    both = await call(client, "search", query="coffee machine", selected_text=selection, top_k=3)
+    assert both["used"] == "selection; query ignored"
+    assert [h["id"] for h in both["hits"]] == [h["id"] for h in only["hits"]]
     for bad in ("", "   ", "x" * 5001, "nul\x00byte"):
         fallback = await call(client, "search", query="coffee machine", selected_text=bad)
         assert fallback["used"] == "query" and fallback["selection_ignored"]
         assert fallback["hits"][0]["id"] == added[3]["id"]
     message = await call_error(client, "search", selected_text="   ")
     assert "query: give a query or a non-empty selected_text (selected_text is empty" in message
+
+
+async def test_a_selection_nothing_is_about_is_out_of_scope(client: Client) -> None:
+    added = await _load(client)
+    espresso = "Pull the espresso shot for 28 seconds at nine bar with freshly ground arabica beans."
+    for tool in ("search", "build_context"):
+        out = await call(client, tool, query="database backups", selected_text=espresso)
+        entries = out["hits"] if tool == "search" else out["citations"]
+        assert out["status"] == "out_of_scope" and entries == [], (tool, out)
+        assert "min_relevance 0.7" in out["reason"] and "\n" not in out["reason"]
+    # The floor is the caller's to lower: then whatever ranks comes back, and says it is not scoped.
+    lowered = await call(client, "search", selected_text=espresso, min_relevance=0.0, top_k=2)
+    assert lowered["status"] == "ok" and len(lowered["hits"]) == 2
+    # Pins were asked for by hash: they stay, the status still says the selection found nothing.
+    pinned = await call(client, "search", selected_text=espresso, pinned_hashes=[added[5]["content_hash"]])
+    assert pinned["status"] == "out_of_scope" and [h["id"] for h in pinned["hits"]] == [added[5]["id"]]
+    related = await call(client, "build_context", selected_text="copying the production database at night")
+    assert related["status"] == "ok" and related["citations"][0]["id"] == added[0]["id"]
 
 
 async def test_diversify_keeps_size_and_top_hit(client: Client) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import psycopg
+from psycopg.rows import dict_row
 
 from pgrecall.evaluation import corpus
-from pgrecall.evaluation.speed import CHUNKS_PER_DOCUMENT, load_store
+from pgrecall.evaluation.speed import CHUNKS_PER_DOCUMENT, PINS, load_store, load_texts, measure_pins
 
 
 def test_the_bench_store_holds_chunks_of_documents(db_url: str) -> None:
@@ -27,3 +28,12 @@ def test_the_bench_store_holds_chunks_of_documents(db_url: str) -> None:
     assert entries == (len(docs), expected_documents, CHUNKS_PER_DOCUMENT - 1)
     assert documents == (expected_documents, len(docs))
     assert row == (1,)
+
+
+def test_the_pins_bench_reads_the_pinned_entries_as_the_server_does(db_url: str) -> None:
+    docs = corpus.read_beir("cranfield")[:60]
+    load_texts(db_url, docs)
+    with psycopg.connect(db_url, row_factory=dict_row) as conn:
+        pins = measure_pins(conn, runs=5)
+    assert pins["pins"] == PINS and pins["runs"] == 5 and pins["entries"] == len({d.body for d in docs})
+    assert set(pins["sql_ms"]) == {"p50", "p95", "p99", "mean"}

@@ -198,7 +198,9 @@ def test_search_takes_the_search_tool_options(
     assert [h["id"] for h in json.loads(_ok(env, *query, "--tag", "ops"))["hits"]] == [backup]
     lake = str(stored["lake"]["id"])
     assert [h["id"] for h in json.loads(_ok(env, *query, "--kind", "note"))["hits"]] == [lake]
-    assert json.loads(_ok(env, *query, "--kind", "decision"))["hits"] == []
+    decided = json.loads(_ok(env, *query, "--kind", "decision"))
+    assert decided["hits"] == [] and decided["applied"]["filters"] == {"kind": "decision"}
+    assert decided["reason"].startswith("filters keep 0 of ")
     assert json.loads(_ok(env, *query, "--updated-before", "2000-01-01"))["hits"] == []
     explained = json.loads(_ok(env, *query, "--top-k", "1", "--explain"))["hits"]
     assert len(explained) == 1 and explained[0]["breakdown"]["lexical_rank"] == 1

@@ -1,4 +1,5 @@
-"""redetect-language: dry-run counts, a real pass, idempotence, --only-simple, the CLI."""
+"""redetect-language: dry-run counts, a real pass, idempotence, --only-simple, explicit choices
+kept unless --include-explicit, the CLI."""
 
 from __future__ import annotations
 
@@ -29,13 +30,19 @@ def app(settings: Settings) -> Iterator[App]:
 @pytest.fixture
 def entries(app: App) -> dict[str, Entry]:
     add = app.entries.add
-    return {
+    added = {
         "english": add("alice", text=ENGLISH, language="simple").entry,
         "german": add("bob", text=GERMAN, language="simple").entry,
         "short": add("alice", text="ok then", language="simple").entry,
         "wrong": add("alice", text=ENGLISH_TAGGED_FRENCH, language="fr").entry,  # an explicit, wrong choice
         "unsure": add("bob", text="Hallo Welt", language="de").entry,  # too short to detect
     }
+    # The 'simple' ones as stored before migration 0011 recorded how (NULL): re-judged by default.
+    assert app.pool is not None
+    with app.pool.connection() as conn:
+        ids = [added[k].id for k in ("english", "german", "short")]
+        conn.execute("UPDATE entries SET language_how = NULL WHERE id = ANY(%s)", (ids,))
+    return {k: _reload(app, e) for k, e in added.items()}
 
 
 def _run(app: App, **kwargs: object) -> RedetectReport:
@@ -47,9 +54,26 @@ def _reload(app: App, entry: Entry) -> Entry:
     return app.entries.get(entry.owner, entry.id)
 
 
+def test_explicit_languages_are_kept_unless_included(app: App, entries: dict[str, Entry]) -> None:
+    kept = _run(app, dry_run=True)
+    assert kept.scanned == 3 and kept.kept_explicit == 2
+    assert dict(kept.transitions) == {("simple", "english"): 1, ("simple", "german"): 1}
+    _run(app)
+    assert _reload(app, entries["wrong"]).language == "french", "an explicit choice is the caller's"
+    assert _reload(app, entries["english"]).language == "english"
+    # A language set explicitly between the read and the write is not overwritten either.
+    assert app.pool is not None
+    store = RedetectStore(app.pool)
+    row = store.batch("alice", False, None, 10, include_explicit=True)[0]
+    change = LanguageChange(row["owner"], row["id"], row["language"], "german", row["content_hash"])
+    with app.pool.connection() as conn:
+        conn.execute("UPDATE entries SET language_how = 'explicit' WHERE id = %s", (row["id"],))
+    assert store.apply([change]) == 0 and store.apply([change], include_explicit=True) == 1
+
+
 def test_dry_run_counts_and_writes_nothing(app: App, entries: dict[str, Entry]) -> None:
-    report = _run(app, dry_run=True)
-    assert report.scanned == 5
+    report = _run(app, dry_run=True, include_explicit=True)
+    assert report.scanned == 5 and report.kept_explicit == 0
     assert dict(report.transitions) == {
         ("simple", "english"): 1,
         ("simple", "german"): 1,
@@ -57,7 +81,7 @@ def test_dry_run_counts_and_writes_nothing(app: App, entries: dict[str, Entry]) 
     }
     assert (report.unchanged, report.kept_unsure, report.updated) == (1, 1, 0)
     assert all(_reload(app, e) == e for e in entries.values())
-    only_simple = _run(app, dry_run=True, only_simple=True)
+    only_simple = _run(app, dry_run=True, only_simple=True, include_explicit=True)
     assert only_simple.scanned == 3 and only_simple.changes == 2
 
 
@@ -89,14 +113,12 @@ def test_real_pass_changes_language_not_hash_or_version(app: App, entries: dict[
     assert (again.scanned, again.changes, again.updated) == (1, 0, 0)
 
 
-def test_full_pass_rejudges_explicit_languages_but_keeps_unsure_ones(
-    app: App, entries: dict[str, Entry]
-) -> None:
-    report = _run(app, owner="alice")
+def test_including_explicit_rejudges_them_but_keeps_unsure_ones(app: App, entries: dict[str, Entry]) -> None:
+    report = _run(app, owner="alice", include_explicit=True)
     assert report.scanned == 3 and report.updated == 2
     assert _reload(app, entries["wrong"]).language == "english"
     assert _reload(app, entries["german"]).language == "simple", "another owner is out of scope"
-    full = _run(app)
+    full = _run(app, include_explicit=True)
     assert full.updated == 1 and full.kept_unsure == 1
     assert _reload(app, entries["unsure"]).language == "german"
 
@@ -120,6 +142,11 @@ def test_cli_dry_run_prints_transitions(
     result = CliRunner().invoke(cli_app, ["redetect-language", "--dry-run", "--batch-size", "2"], env=env)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
+    assert lines[0] == "scanned 3 entries (dry run: nothing written)"
+    assert lines[1:3] == ["simple -> english: 1", "simple -> german: 1"]
+    assert "kept (language given explicitly; --include-explicit re-judges): 2" in lines
+    every = CliRunner().invoke(cli_app, ["redetect-language", "--dry-run", "--include-explicit"], env=env)
+    lines = every.stdout.splitlines()
     assert lines[0] == "scanned 5 entries (dry run: nothing written)"
     assert lines[1:4] == ["french -> english: 1", "simple -> english: 1", "simple -> german: 1"]
     assert "unchanged: 1" in lines and "kept (detector unsure): 1" in lines

@@ -1,4 +1,4 @@
-from pgrecall.domain.ranking import Candidate, dedup, estimate_tokens, mmr, order_pins, pack
+from pgrecall.domain.ranking import Candidate, collapse, dedup, estimate_tokens, mmr, order_pins, pack
 
 
 def _c(key: str, body: str, score: float = 1.0, digest: str | None = None) -> Candidate[str]:
@@ -15,6 +15,14 @@ def test_dedup_exact_and_near() -> None:
     other = "completely unrelated text about gardening and tomatoes in the summer"
     kept = dedup([_c("1", base), _c("2", base, digest="sha256:1"), _c("3", near), _c("4", other)])
     assert [c.key for c in kept] == ["1", "4"]
+
+
+def test_collapse_names_the_entry_each_duplicate_collapsed_into() -> None:
+    base = "the quarterly planning meeting moves from monday to tuesday at ten in room four"
+    other = "completely unrelated text about gardening and tomatoes in the summer"
+    near = base.replace("room four", "room 4")
+    kept, dropped = collapse([_c("1", other), _c("2", base), _c("3", base, digest="sha256:2"), _c("4", near)])
+    assert [c.key for c in kept] == ["1", "2"] and dropped == [("3", "2"), ("4", "2")]
 
 
 def test_dedup_keeps_moderate_overlap() -> None:

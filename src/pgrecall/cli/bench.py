@@ -63,13 +63,20 @@ def bench(
             "else the copies shipped with pgrecall)."
         ),
     ] = None,
+    pins_only: Annotated[
+        bool,
+        typer.Option(
+            "--pins-only", help="Only pinned retrieval (20 hashes), over stores of texts without vectors."
+        ),
+    ] = False,
 ) -> None:
     """Build reproducible stores of N real-text entries on a private embedded server and time search.
 
     Reports per N: import throughput, HNSW build time, p50/p95/p99 of the search statement for
     hybrid, vector and lexical (unfiltered and with a 1%-selective tag filter), HNSW recall@10
-    against exact search, write latency, and the same latencies of the plain anchor CTE
-    (vector + ts_rank_cd over plainto_tsquery('simple'), 50 per branch, k = 60) as ratios.
+    against exact search, write latency, pinned retrieval of 20 hashes, and the same latencies of
+    the plain anchor CTE (vector + ts_rank_cd over plainto_tsquery('simple'), 50 per branch,
+    k = 60) as ratios.
     """
     from pgrecall.evaluation import corpus
     from pgrecall.evaluation.speed import run_search_benchmark
@@ -82,6 +89,12 @@ def bench(
         fail("--entries: a comma-separated list of integers, e.g. 10000,100000")
     if not sizes or min(sizes) < 100:
         fail("--entries: every size must be at least 100")
+    if pins_only:
+        from pgrecall.evaluation.speed import run_pins_benchmark
+
+        pins = run_pins_benchmark(sizes, json_out, progress=lambda line: typer.echo(line, err=True))
+        typer.echo(json.dumps(pins, indent=2, default=str))
+        return
     try:
         sweep = [int(x) for x in ef_sweep.split(",") if x.strip()]
     except ValueError:

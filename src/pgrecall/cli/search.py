@@ -57,6 +57,7 @@ def _hit_json(rank: int, ranked: Ranked, explain: bool) -> dict[str, Any]:
 def _result_json(result: Retrieved, explain: bool) -> dict[str, Any]:
     return {
         "status": result.status,
+        "reason": result.scope_reason,
         "degraded": result.degraded,
         "degraded_reason": result.degraded_reason,
         "used": result.used,
@@ -66,6 +67,8 @@ def _result_json(result: Retrieved, explain: bool) -> dict[str, Any]:
         "fusion": result.fusion,
         "fusion_weights": result.fusion_weights,
         "embedder_wait_ms": result.embedder_wait_ms,
+        "applied": result.applied,
+        "total_candidates": result.total_candidates,
         "timings": result.timings,
     }
 
@@ -75,7 +78,9 @@ def _render(data: dict[str, Any]) -> str:
     if data["hits"]:
         lines.append(output.hits_table(data["hits"]))
     else:
-        lines.append("no entries stored yet" if data["status"] == "empty_store" else "no matches")
+        empty = {"empty_store": "no entries stored yet", "out_of_scope": "out of scope"}
+        why = f" ({data['reason']})" if data.get("reason") and data["status"] != "empty_store" else ""
+        lines.append(empty.get(data["status"], "no matches") + why)
     if data["embedder_wait_ms"] is not None:
         waited = data["embedder_wait_ms"] / 1000
         lines.append(f"note: waited {waited:.1f} s for the embedding model to load")

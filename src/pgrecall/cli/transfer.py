@@ -298,6 +298,12 @@ def redetect_language(
     only_simple: Annotated[
         bool, typer.Option("--only-simple", help="Only entries stored as 'simple' (no stemming).")
     ] = False,
+    include_explicit: Annotated[
+        bool,
+        typer.Option(
+            "--include-explicit", help="Also re-judge languages given explicitly (kept by default)."
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count what would change; write nothing.")
     ] = False,
@@ -306,18 +312,20 @@ def redetect_language(
         str | None, typer.Option(help="Only this owner's entries (default: every owner).")
     ] = None,
 ) -> None:
-    """Detect the language of stored entries again (content_hash and version unchanged; resumable)."""
+    """Detect the language of stored entries again, keeping languages given explicitly unless
+    --include-explicit (content_hash and version unchanged; resumable)."""
     from tqdm import tqdm
 
     from pgrecall.errors import PgrecallError
 
     with open_app(with_embedder=False) as opened:
-        total = opened.maintenance.redetect_count(owner, only_simple)
+        total = opened.maintenance.redetect_count(owner, only_simple, include_explicit)
         with tqdm(total=total, unit="entry", desc="redetect-language", disable=None) as bar:
             try:
                 report = opened.maintenance.redetect(
                     owner=owner,
                     only_simple=only_simple,
+                    include_explicit=include_explicit,
                     dry_run=dry_run,
                     batch_size=batch_size,
                     on_batch=bar.update,
@@ -329,6 +337,8 @@ def redetect_language(
         typer.echo(f"{old} -> {new}: {count}")
     typer.echo(f"unchanged: {report.unchanged}")
     typer.echo(f"kept (detector unsure): {report.kept_unsure}")
+    if not include_explicit:
+        typer.echo(f"kept (language given explicitly; --include-explicit re-judges): {report.kept_explicit}")
     if not dry_run:
         typer.echo(f"updated: {report.updated}; skipped (edited meanwhile): {report.skipped_edited}")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-Status = Literal["ok", "no_matches", "empty_store", "warning"]
+Status = Literal["ok", "no_matches", "empty_store", "warning", "out_of_scope"]
 """Outcome of a search: something found, nothing matched, or the owner has no live entries; warning:
 found, with something to know first (build_context: two versions of one document both answer)."""
 

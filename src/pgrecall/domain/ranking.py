@@ -63,19 +63,33 @@ def dedup(
     candidates: Sequence[Candidate[T]], threshold: float = NEAR_DUPLICATE_JACCARD
 ) -> list[Candidate[T]]:
     """Drop exact (same content_hash) and near duplicates (shingle Jaccard > threshold), keeping order."""
+    return collapse(candidates, threshold)[0]
+
+
+def collapse(
+    candidates: Sequence[Candidate[T]], threshold: float = NEAR_DUPLICATE_JACCARD
+) -> tuple[list[Candidate[T]], list[tuple[str, str]]]:
+    """dedup(), and for each dropped candidate (its key, the key of the kept one it collapsed into)."""
     kept: list[Candidate[T]] = []
     kept_shingles: list[frozenset[tuple[str, ...]]] = []
-    hashes: set[str] = set()
+    by_hash: dict[str, str] = {}
+    dropped: list[tuple[str, str]] = []
     for cand in candidates:
-        if cand.content_hash in hashes:
+        if cand.content_hash in by_hash:
+            dropped.append((cand.key, by_hash[cand.content_hash]))
             continue
         own = shingles(cand.body)
-        if any(jaccard(own, other) > threshold for other in kept_shingles):
+        into = next(
+            (k.key for k, other in zip(kept, kept_shingles, strict=True) if jaccard(own, other) > threshold),
+            None,
+        )
+        if into is not None:
+            dropped.append((cand.key, into))
             continue
         kept.append(cand)
         kept_shingles.append(own)
-        hashes.add(cand.content_hash)
-    return kept
+        by_hash[cand.content_hash] = cand.key
+    return kept, dropped
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -30,6 +30,9 @@ MIN_CANDIDATES_FOR_SCALE = 8
 # of the cited recall; tuned on Cranfield and on CISI alike (both pick 0.7), each reported on the
 # other. Its gain is on questions nothing answers: 0.8-1.7 unrelated citations instead of 9-10.
 DEFAULT_CONTEXT_MIN_RELEVANCE = 0.7
+# A selection search's default floor: a selection names its topic, so an entry below the floor is
+# off the topic, and an answer with none is out of scope. The same measured floor as context's.
+DEFAULT_SELECTION_MIN_RELEVANCE = DEFAULT_CONTEXT_MIN_RELEVANCE
 # Below this spread between the best and the median cosine the branch's candidates are one flat
 # band: there is nothing to tell them apart by.
 _FLAT = 1e-6

@@ -42,6 +42,8 @@ from pgrecall.evaluation.private_server import fresh_database, private_server
 from pgrecall.evaluation.speed_inputs import BASE_VECTORS, BASE_WORDS, bench_inputs, parent_count
 from pgrecall.evaluation.speed_sql import SQL_ANCHOR, SQL_EXACT
 from pgrecall.store import search as store
+from pgrecall.store.entries_sql import SQL_BY_HASHES
+from pgrecall.store.scope import SQL_SET_OWNER
 
 COPY_BATCH = 5000
 CHUNKS_PER_DOCUMENT = 20
@@ -312,6 +314,78 @@ def measure_recall(
     return out
 
 
+PINS = 20
+APP_ROLE = "pgrecall_app"
+
+
+def measure_pins(
+    conn: psycopg.Connection[Any], runs: int = 300, pins: int = PINS, seed: int = 7
+) -> dict[str, Any]:
+    """p50/p95/p99 of the pinned-entries statement (`pins` distinct stored hashes a run) as the server runs
+    it: as pgrecall_app under row-level security, in an owner-scoped transaction; the statement alone."""
+    rng = random.Random(seed)  # noqa: S311
+    hashes = [r["content_hash"] for r in conn.execute("SELECT DISTINCT content_hash FROM entries").fetchall()]
+    times: list[float] = []
+    for _ in range(runs):
+        chosen = rng.sample(hashes, pins)
+        with conn.transaction():
+            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(APP_ROLE)))
+            conn.execute(SQL_SET_OWNER, ("default",))
+            started = time.perf_counter()
+            rows = conn.execute(SQL_BY_HASHES, {"owner": "default", "hashes": chosen}).fetchall()
+            times.append((time.perf_counter() - started) * 1000)
+        if len(rows) != pins:
+            raise RuntimeError(f"pinned {pins} stored hashes, got {len(rows)} entries back")
+    return {"pins": pins, "runs": runs, "entries": len(hashes), "sql_ms": percentiles(times)}
+
+
+def load_texts(url: str, docs: Sequence[corpus.Doc]) -> None:
+    """COPY the texts alone (no vectors, no documents): enough for what does not search by meaning."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        for lo in range(0, len(docs), COPY_BATCH):
+            with (
+                conn.transaction(),
+                conn.cursor().copy("COPY entries (title, body, language, content_hash) FROM STDIN") as copy,
+            ):
+                for doc in docs[lo : lo + COPY_BATCH]:
+                    language = ISO_TO_CONFIG.get(doc.language or "", "simple")
+                    copy.write_row((doc.title or None, doc.body, language, content_hash(doc.body)))
+        conn.execute("VACUUM ANALYZE entries")
+
+
+def run_pins_benchmark(
+    sizes: Sequence[int],
+    json_out: str | Path | None = None,
+    *,
+    seed: int = 7,
+    progress: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Pinned retrieval alone, per store size (`pgrecall bench --pins-only`): texts without vectors."""
+    started = time.perf_counter()
+    docs_all = corpus.benchmark_docs(max(sizes), seed)
+    result: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "sizes": {},
+    }
+    with private_server("bench") as server:
+        for n in sizes:
+            name = f"bench_pins_{n}"
+            url = fresh_database(server, name)
+            load_texts(url, docs_all[:n])
+            progress(f"{n}: loaded ({time.perf_counter() - started:.0f} s)")
+            with psycopg.connect(url, row_factory=dict_row) as conn:
+                measure_pins(conn, runs=50, seed=seed + 1)  # warm: dictionaries, plans, buffers
+                result["sizes"][str(n)] = {"pinned_retrieval": measure_pins(conn, seed=seed)}
+            progress(f"{n}: {result['sizes'][str(n)]} ({time.perf_counter() - started:.0f} s)")
+            with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    result["total_seconds"] = round(time.perf_counter() - started, 1)
+    if json_out is not None:
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return result
+
+
 def measure_writes(url: str, threads: int = 4, per_thread: int = 100) -> dict[str, Any]:
     """Single-row insert latency with the statistics triggers, alone and with concurrent writers."""
     import threading
@@ -385,6 +459,7 @@ def run_search_benchmark(
                 register_vector_adapter(conn)
                 warm_up(conn, queries, qvecs, scale)
                 size["latency"] = measure_latency(conn, queries, qvecs, scale)
+                size["pinned_retrieval"] = measure_pins(conn)
                 progress(f"{n}: latency done ({time.perf_counter() - started:.0f} s)")
                 size["query_stemming"] = measure_languages(conn, queries)
                 size["hnsw_recall_at_10"] = measure_recall(conn, qvecs[:200], ef_sweep)

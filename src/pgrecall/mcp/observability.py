@@ -61,7 +61,8 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.calls = Counter(
             "pgrecall_tool_calls",
-            "Tool calls by tool and outcome.",
+            "Tool calls by tool and outcome: ok, rejected (a bad argument, before or in the tool), "
+            "error (anything else).",
             ["tool", "status"],
             registry=self.registry,
         )
@@ -122,6 +123,29 @@ class Call:
         return (time.perf_counter() - self.started) * 1000
 
 
+def outcome(kind: str) -> str:
+    """A failed call's outcome in pgrecall_tool_calls: the caller's mistake, or ours/the system's."""
+    return "rejected" if kind == "invalid_input" else "error"
+
+
+def rejected(metrics: Metrics, tool: str, fields: list[str]) -> None:
+    """Count and log a call the SDK refused for its arguments (the tool never ran): names, no values."""
+    metrics.calls.labels(tool, "rejected").inc()
+    metrics.errors.labels(tool, "invalid_input").inc()
+    call_log.info(
+        "tool call",
+        extra={
+            "fields": {
+                "tool": tool,
+                "request_id": uuid.uuid4().hex,
+                "status": "rejected",
+                "error_kind": "invalid_input",
+                "rejected_fields": fields,
+            }
+        },
+    )
+
+
 @contextmanager
 def observe(metrics: Metrics, tool: str) -> Iterator[Call]:
     """Time a tool call, count it, and log one structured line when it ends."""
@@ -130,8 +154,8 @@ def observe(metrics: Metrics, tool: str) -> Iterator[Call]:
     try:
         yield call
     except Exception as exc:
-        status = "error"
         kind = getattr(exc, "error_kind", "internal")
+        status = outcome(kind)
         raise
     finally:
         elapsed = call.elapsed_ms()

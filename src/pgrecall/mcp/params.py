@@ -173,8 +173,8 @@ Query = Annotated[
 Selected = Annotated[
     str | None,
     Field(
-        description=f"Text the user selected (≤ {MAX_SELECTION_CHARS} chars): finds related entries, "
-        "those related to the query too first. Empty or invalid: selection_ignored."
+        description=f"Text the user selected (≤ {MAX_SELECTION_CHARS} chars): searched alone, query "
+        "ignored; nothing relevant: out_of_scope. Empty or invalid: selection_ignored."
     ),
 ]
 Pins = Annotated[
@@ -216,8 +216,8 @@ TopKPerSection = Annotated[
 MinScore = Annotated[
     float | None,
     Field(
-        description="Minimum cosine for every hit, word-only ones too (not when degraded to words). "
-        "Model-specific (default model: related 0.74-0.94): prefer min_relevance.",
+        description="Minimum cosine of every hit (not when degraded to words); model-specific (default "
+        "model: related 0.74-0.94): prefer min_relevance.",
         ge=-1.0,
         le=1.0,
         # NaN passes ge/le (every comparison with it is false) and would empty the branch.
@@ -225,18 +225,23 @@ MinScore = Annotated[
     ),
 ]
 _RELEVANCE_DOC = (
-    "Skip hits less relevant than this: √ of the standing against this search's best hits, capped by "
-    "cosine on the model's scale (0 ≈ unrelated text, 1 ≈ an answer)."
+    "Skip hits less relevant: √ of the standing vs this search's best hits, capped by cosine on the "
+    "model's scale (0 ≈ unrelated, 1 ≈ an answer)."
 )
 MinRelevance = Annotated[
     float | None,
-    Field(description=_RELEVANCE_DOC + " Unset: no floor.", ge=0.0, le=1.0, allow_inf_nan=False),
+    Field(
+        description=_RELEVANCE_DOC + " Unset: none (0.7 with selected_text).",
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+    ),
 ]
 RecencyHalfLife = Annotated[
     float | None,
     Field(
-        description="Half-life in days of a recency boost added to the fused score: 0.5^(age / half-life) × "
-        "a first place's share (1/61 in rrf, the smaller fusion weight in convex). Unset: none.",
+        description="Half-life (days) of a recency boost to the fused score: 0.5^(age/half-life) × a first "
+        "place's share (1/61 in rrf, smaller fusion weight in convex). Unset: none.",
         gt=0.0,
         le=36500.0,
         allow_inf_nan=False,
@@ -255,6 +260,11 @@ ContextMinRelevance = Annotated[
 ]
 Explain = Annotated[
     bool, Field(description="Include each hit's score breakdown.", json_schema_extra=OR_NULL), NULL_IS_DEFAULT
+]
+Trace = Annotated[
+    bool,
+    Field(description="Per-stage counts and ms in `trace`.", json_schema_extra=OR_NULL),
+    NULL_IS_DEFAULT,
 ]
 TokenBudget = Annotated[
     int,

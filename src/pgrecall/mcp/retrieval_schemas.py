@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -89,6 +89,7 @@ class Hit(BaseModel):
     title: str | None
     snippet: str = Field(description="A short excerpt around the matched words (or the start).")
     tags: list[str]
+    kind: str
     source: str | None = Field(description="Where the entry came from.")
     language: str = Field(description="Text-search config of the entry.")
     content_hash: str = Field(description="Cite it; pass it in pinned_hashes to get this exact entry back.")
@@ -112,11 +113,18 @@ class Hit(BaseModel):
 class SearchOut(BaseModel):
     """Result of search."""
 
-    status: Status = Field(description="ok; no_matches; empty_store (no entries yet).")
+    status: Status = Field(
+        description="ok; no_matches; empty_store (no entries yet); out_of_scope (nothing in the store "
+        "is relevant to selected_text: no hits but pins)."
+    )
+    reason: str | None = Field(default=None, description="Why there are no hits, when there are none.")
     request_id: str = Field(description="Id of this call in the server logs.")
     degraded: bool = Field(description="True when only the lexical branch could run (embedder unavailable).")
     degraded_reason: str | None = Field(description="Why, when degraded.")
-    used: str = Field(description="What was searched: query, selection or query+selection.")
+    used: str = Field(
+        description="What was searched: query; selection; or 'selection; query ignored' (a usable "
+        "selected_text is searched alone)."
+    )
     selection_ignored: str | None = Field(description="Why selected_text was not used, if it was given.")
     hits: list[Hit] = Field(description="Results, best first; never more than top_k.")
     below_relevance: int = Field(description="Hits left out by min_relevance.")
@@ -133,6 +141,17 @@ class SearchOut(BaseModel):
         "null when it was ready."
     )
     missing_pins: list[str] = Field(description="Pinned hashes that match no live entry (not an error).")
+    applied: dict[str, Any] = Field(
+        description="What ran: mode, top_k, filters set, min_relevance, min_score, recency_half_life_days, "
+        "fusion, diversify."
+    )
+    total_candidates: int = Field(description="Distinct entries both branches found before any cut.")
+    sources: list[str] = Field(description="The results' sources, first-seen order.")
+    trace: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="trace=true: per stage (vector, lexical, fusion, ranked, relevance_floor, dedup with "
+        "`collapsed` ids and the id each collapsed into, mmr, top_k) its candidates and ms.",
+    )
     timings: dict[str, float] = Field(
         description="Milliseconds: sql_ms (database), search_ms (embedding the query plus database), "
         "total_ms (the whole call)."
@@ -162,6 +181,12 @@ class CitationOut(BaseModel):
     section_path: list[str] | None = Field(default=None, description="The chunk's section path.")
     ordinal: int | None = Field(default=None, description="The chunk's place in its document.")
     neighbour: bool = Field(default=False, description="expand_neighbours: next to a cited chunk.")
+    weight: float = Field(
+        default=0.0, description="The fused score it ranked by (0: a pin not found, a link, a neighbour)."
+    )
+    tags: list[str] | None = None
+    kind: str | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class DroppedOut(BaseModel):
@@ -178,7 +203,11 @@ class DroppedOut(BaseModel):
 class ContextOut(BaseModel):
     """Result of build_context."""
 
-    status: Status = Field(description="ok; warning (see warnings); no_matches; empty_store.")
+    status: Status = Field(
+        description="ok; warning (see warnings); no_matches; empty_store; out_of_scope (nothing "
+        "relevant to selected_text)."
+    )
+    reason: str | None = Field(default=None, description="Why nothing was cited, when nothing was.")
     request_id: str = Field(description="Id of this call in the server logs.")
     warnings: list[str] | None = Field(
         default=None, description="E.g. two versions of one document both cited: they may disagree."
@@ -199,6 +228,18 @@ class ContextOut(BaseModel):
         description="Ranked entries left out as not relevant enough (min_relevance)."
     )
     degraded: bool = Field(description="True when only the lexical branch could run.")
+    applied: dict[str, Any] = Field(
+        description="What ran: mode, top_k, filters set, min_relevance, min_score, recency_half_life_days, "
+        "fusion, diversify, token_budget."
+    )
+    total_candidates: int = Field(description="Distinct entries both branches found before any cut.")
+    sources: list[str] = Field(description="The results' sources, first-seen order.")
+    trace: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="trace=true: per stage (vector, lexical, fusion, ranked, relevance_floor, dedup with "
+        "`collapsed` ids and the id each collapsed into, mmr, top_k, pack; per section) its candidates "
+        "and ms.",
+    )
 
 
 class CitationIn(BaseModel):
@@ -251,6 +292,7 @@ def hit_out(rank: int, ranked: Ranked, explain: bool, more: list[Ranked] | None 
         title=entry.title,
         snippet=hit.snippet if hit is not None else snippet(entry.body),
         tags=entry.tags,
+        kind=entry.kind,
         source=entry.source,
         language=entry.language,
         content_hash=entry.content_hash,

@@ -3,7 +3,7 @@
 # No `from __future__ import annotations`: the SDK evaluates tool signatures.
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
@@ -27,6 +27,51 @@ from pgrecall.mcp.runtime import Runtime, runtime_tool
 
 if TYPE_CHECKING:
     from pgrecall.services.retrieval import Ranked
+
+
+def retrieval_log_fields(
+    *,
+    status: str,
+    used: str,
+    applied: dict[str, Any],
+    ids: list[str],
+    pinned: int,
+    missing: int,
+    degraded_reason: str | None,
+    trace: list[dict[str, Any]],
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """A retrieval's log fields: what ran (filter names and values, thresholds), the hit ids, pins,
+    and per stage its candidates and ms. Never the question, the selection or an entry's text."""
+    stages: dict[str, Any] = {}
+    # Sections are the caller's words: the log names them by position (section 1, 2, …).
+    sections = list(dict.fromkeys(stage["section"] for stage in trace if stage.get("section")))
+    for stage in trace:
+        section = stage.get("section")
+        name = f"{stage['stage']}:{sections.index(section) + 1}" if section else stage["stage"]
+        kept = {k: v for k, v in stage.items() if k in ("candidates", "ms", "removed", "dropped")}
+        if stage.get("collapsed"):
+            kept["collapsed"] = len(stage["collapsed"])
+        stages[name] = kept
+    return {
+        "mode": applied.get("mode"),
+        "used": used,
+        "status": status,
+        "filters": applied.get("filters", {}),
+        "top_k": applied.get("top_k"),
+        "min_relevance": applied.get("min_relevance"),
+        "min_score": applied.get("min_score"),
+        "recency_half_life_days": applied.get("recency_half_life_days"),
+        "fusion": applied.get("fusion"),
+        "hits": len(ids),
+        "hit_ids": ids,
+        "pinned": pinned,
+        "missing_pins": missing,
+        "degraded": degraded_reason is not None,
+        "degraded_reason": degraded_reason,
+        "stages": stages,
+        "stage_ms": {k: v for k, v in timings.items() if k.endswith("_ms")},
+    }
 
 
 def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner: Callable[[], str]) -> None:
@@ -60,6 +105,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         min_relevance: p.MinRelevance = None,
         recency_half_life_days: p.RecencyHalfLife = None,
         explain: p.Explain = False,
+        trace: p.Trace = False,
         pinned_hashes: p.Pins = None,
         diversify: p.Diversify = False,
         selected_text: p.Selected = None,
@@ -108,7 +154,17 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
             if not result.items:
                 metrics.empty_searches.labels(mode).inc()
             call.fields.update(
-                mode=mode, hits=len(result.items), degraded=result.degraded, status=result.status
+                retrieval_log_fields(
+                    status=result.status,
+                    used=result.used,
+                    applied=result.applied,
+                    ids=[str(r.entry.id) for r in result.items],
+                    pinned=sum(r.pinned for r in result.items),
+                    missing=len(result.missing_pins),
+                    degraded_reason=result.degraded_reason,
+                    trace=result.trace,
+                    timings=result.timings,
+                )
             )
             timings = timings_out(result.timings, call.elapsed_ms())
 
@@ -119,6 +175,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
 
             return SearchOut(
                 status=result.status,
+                reason=result.scope_reason,
                 request_id=call.request_id,
                 degraded=result.degraded,
                 degraded_reason=result.degraded_reason,
@@ -132,6 +189,10 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 fusion_weights=result.fusion_weights,
                 embedder_wait_ms=result.embedder_wait_ms,
                 missing_pins=result.missing_pins,
+                applied=result.applied,
+                total_candidates=result.total_candidates,
+                sources=list(dict.fromkeys(r.entry.source for r in result.items if r.entry.source)),
+                trace=result.trace if trace else None,
                 timings=timings,
             )
 
@@ -157,6 +218,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
         diversify: p.Diversify = False,
         min_relevance: p.ContextMinRelevance = DEFAULT_CONTEXT_MIN_RELEVANCE,
         recency_half_life_days: p.RecencyHalfLife = None,
+        trace: p.Trace = False,
         expand_related: Annotated[
             bool,
             Field(
@@ -216,14 +278,23 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 expand_neighbours=expand_neighbours,
             )
             call.fields.update(
-                mode=mode,
-                hits=len(built.citations),
-                degraded=built.degraded,
+                retrieval_log_fields(
+                    status=built.status,
+                    used=built.used,
+                    applied=built.applied,
+                    ids=[c.id for c in built.citations],
+                    pinned=sum(c.pinned for c in built.citations),
+                    missing=len(built.missing_pins),
+                    degraded_reason=built.degraded_reason,
+                    trace=built.trace,
+                    timings={},
+                ),
                 tokens=built.total_tokens,
                 dropped=len(built.dropped),
             )
             return ContextOut(
                 status=built.status,
+                reason=built.reason,
                 request_id=call.request_id,
                 context=built.context,
                 citations=[CitationOut(**c.__dict__) for c in built.citations],
@@ -234,6 +305,10 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 below_relevance=built.below_relevance,
                 degraded=built.degraded,
                 warnings=built.warnings,
+                applied=built.applied,
+                total_candidates=built.total_candidates,
+                sources=built.sources,
+                trace=built.trace if trace else None,
             )
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)

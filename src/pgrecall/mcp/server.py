@@ -25,6 +25,7 @@ from pgrecall.mcp.entry_tools import register_entry_tools
 from pgrecall.mcp.errors import argument_errors
 from pgrecall.mcp.link_tools import register_link_tools
 from pgrecall.mcp.notifications import OwnerScopedBus
+from pgrecall.mcp.observability import Metrics, rejected
 from pgrecall.mcp.prompts import register_prompts
 from pgrecall.mcp.resources import register_resources
 from pgrecall.mcp.retrieval_tools import register_retrieval_tools
@@ -108,6 +109,8 @@ class PgrecallServer(MCPServer):
     """MCPServer with a smaller tool surface: lean schemas, one-line argument errors, compact text."""
 
     _listed: list[MCPTool] | None = None
+    # Set by create_server: rejected arguments are counted there.
+    metrics: Metrics | None = None
 
     def add_tool(self, fn: Any, *args: Any, **kwargs: Any) -> None:
         """Register a tool (and forget the computed list); its text arguments are never read as JSON."""
@@ -146,6 +149,9 @@ class PgrecallServer(MCPServer):
                 raise
             tool = self._tool_manager.get_tool(name)
             message = argument_errors(exc.__cause__, tool.parameters if tool is not None else None)
+            if self.metrics is not None and tool is not None:
+                names = sorted({str(e["loc"][0]) for e in exc.__cause__.errors() if e["loc"]})
+                rejected(self.metrics, name, names)
             # The cause stays: the SDK logs the rejected field names from it.
             raise ToolError(f"Error executing tool {name}: {message}") from exc.__cause__
         if (
@@ -190,6 +196,7 @@ def create_server(
         subscriptions=bus,
         **auth_kwargs,
     )
+    server.metrics = runtime.metrics
     default_owner = runtime.settings.owner
 
     def current_owner() -> str:

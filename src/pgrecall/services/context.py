@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pgrecall.domain.documents import Document
 from pgrecall.domain.entries import Entry, Status
@@ -43,6 +44,11 @@ class Citation:
     ordinal: int | None = None
     # expand_neighbours: added as the neighbour of a cited chunk, not found by the search.
     neighbour: bool = False
+    # The fused score the ranking gave it (0 for a pin the search did not find, a link, a neighbour).
+    weight: float = 0.0
+    tags: list[str] | None = None
+    kind: str | None = None
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,15 @@ class BuiltContext:
     below_relevance: int = 0
     # e.g. two versions of one source both cited: the answer may mix them (status 'warning').
     warnings: list[str] | None = None
+    # Why nothing (or only pins) came back, in one line.
+    reason: str | None = None
+    # Distinct candidates of the search(es), the sources cited, what ran, and each search's stages.
+    total_candidates: int = 0
+    used: str = "query"
+    degraded_reason: str | None = None
+    sources: list[str] = field(default_factory=list)
+    applied: dict[str, Any] = field(default_factory=dict)
+    trace: list[dict[str, Any]] = field(default_factory=list)
 
 
 def render_block(label: str, ranked: Ranked, *, continued: bool = False) -> str:
@@ -230,6 +245,9 @@ def _expand_related(
                 None,
                 False,
                 link,
+                tags=list(entry.tags),
+                kind=entry.kind,
+                metadata=entry.metadata,
             )
         )
     return dropped
@@ -286,6 +304,11 @@ def build_context(
     missing: list[str] = []
     degraded, statuses = False, list[Status]()
     below = 0
+    why: str | None = None
+    total_candidates = 0
+    used, degraded_reason = "query", None
+    applied: dict[str, Any] = {}
+    trace: list[dict[str, Any]] = []
     used_ids: set[str] = set()
     for index, (section, text) in enumerate(groups):
         result = retrieval.retrieve(
@@ -297,6 +320,11 @@ def build_context(
         degraded = degraded or result.degraded
         below += result.below_relevance
         statuses.append(result.status)
+        why = why or result.scope_reason
+        total_candidates += result.total_candidates
+        used, degraded_reason = result.used, degraded_reason or result.degraded_reason
+        applied = applied or {**result.applied, "token_budget": token_budget}
+        trace += [{**stage, "section": section} if section else stage for stage in result.trace]
         fresh = [r for r in result.items if str(r.entry.id) not in used_ids]
         header = f"## {section}" if section is not None else None
         budget = share - (estimate_tokens(header) + 1 if header else 0)
@@ -345,8 +373,16 @@ def build_context(
                     section_path=list(entry.section_path or []) if entry.document_id else None,
                     ordinal=entry.ordinal,
                     neighbour=hit is None and not ranked.pinned,
+                    weight=ranked.score,
+                    tags=list(entry.tags),
+                    kind=entry.kind,
+                    metadata=entry.metadata,
                 )
             )
+        trace.append(
+            {"stage": "pack", "candidates": len(packed.included), "dropped": len(packed.dropped)}
+            | ({"section": section} if section else {})
+        )
         for cand, tokens, reason in packed.dropped:
             dropped.append(
                 Dropped(cand.key, cand.content_hash, cand.item.entry.title, tokens, reason, section)
@@ -387,6 +423,9 @@ def build_context(
         if citations
         else ("empty_store" if all(s == "empty_store" for s in statuses) else "no_matches")
     )
+    if statuses and all(s == "out_of_scope" for s in statuses):
+        # The selection's topic is not in the store: pins (asked for by hash) may still be cited.
+        status = "out_of_scope"
     return BuiltContext(
         context=context,
         citations=citations,
@@ -398,4 +437,11 @@ def build_context(
         status=status,
         below_relevance=below,
         warnings=warnings or None,
+        reason=why if not citations or status == "out_of_scope" else None,
+        total_candidates=total_candidates,
+        used=used,
+        degraded_reason=degraded_reason,
+        sources=list(dict.fromkeys(c.source for c in citations if c.source)),
+        applied=applied,
+        trace=trace,
     )

@@ -1,8 +1,9 @@
 """Citable retrieval: selected text, pinned hashes, dedup, diversity, and cited context assembly.
 
 It wraps the hybrid search (one SQL statement per search) with plain-Python steps:
-1. what to search: the query, the selection, or both (two searches fused by RRF: entries
-   related to the selection *and* to the query come first);
+1. what to search: a usable selection alone (the question is then ignored: the user pointed at
+   what they mean), else the query; a selection search has a default relevance floor and, when
+   nothing clears it, answers `out_of_scope` with no entries rather than unrelated ones;
 2. pins: entries whose content_hash the caller pins come first, in the given order;
 3. the rest of the slots: the ranking, minus pinned entries, minus exact and near duplicates
    (word 3-shingle Jaccard > 0.8), optionally re-ranked by MMR (λ = 0.7).
@@ -10,13 +11,16 @@ It wraps the hybrid search (one SQL statement per search) with plain-Python step
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
 from typing import Any
 
 from pgrecall.domain.entries import Entry, EntryFilters, Status
-from pgrecall.domain.ranking import Candidate, dedup, mmr
+from pgrecall.domain.ranking import Candidate, collapse, mmr
+from pgrecall.domain.relevance import DEFAULT_SELECTION_MIN_RELEVANCE
 from pgrecall.domain.text import normalize_text
 from pgrecall.domain.validation import (
     MAX_QUERY_CHARS,
@@ -29,7 +33,6 @@ from pgrecall.errors import InvalidInputError
 from pgrecall.services.search import SearchHit, SearchOptions, SearchResult, SearchService
 from pgrecall.store.entries import EntryStore
 
-RRF_K = 60
 # Candidates fetched for the fill; dedup and MMR need some to spare beyond top_k.
 POOL = MAX_TOP_K
 
@@ -103,14 +106,20 @@ class Retrieved:
     missing_pins: list[str]
     degraded: bool
     degraded_reason: str | None
-    used: str  # "query", "selection", "query+selection"
+    used: str  # "query", "selection", "selection; query ignored"
     selection_ignored: str | None
+    # Why nothing came back (out_of_scope, no_matches, empty_store): one line.
+    scope_reason: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     below_relevance: int = 0  # hits the relevance floor left out (summed over the searches)
     fusion: str = "rrf"  # how the search(es) fused their branches ("convex+rrf" when they differed)
     fusion_weights: dict[str, float] | None = None
     # How long the search(es) waited for a loading embedder (cold start); None: it was ready.
     embedder_wait_ms: float | None = None
+    # Distinct candidates of both branches; what the retrieval ran with; its stages.
+    total_candidates: int = 0
+    applied: dict[str, Any] = field(default_factory=dict)
+    trace: list[dict[str, Any]] = field(default_factory=list)
 
 
 def selection_text(selected_text: str | None) -> tuple[str | None, str | None]:
@@ -150,20 +159,17 @@ class RetrievalService:
             raise InvalidInputError("query", f"give a query or a non-empty selected_text{why}")
         options = self.search_service.check(request.options)
 
-        results: list[SearchResult] = []
-        if has_query:
-            assert query is not None
-            results.append(
-                self.search_service.search(owner, query, top_k=POOL, options=options, checked=True)
-            )
         if selection is not None:
-            results.append(
-                self.search_service.search(owner, selection, top_k=POOL, options=options, checked=True)
-            )
-        used = "+".join(
-            name for name, on in (("query", has_query), ("selection", selection is not None)) if on
-        )
-        fused = _fuse(results)
+            # The selection is what the user points at: it alone is searched (the question, if
+            # any, is ignored and said so), with a floor so that unrelated entries do not fill in.
+            text, used = selection, "selection; query ignored" if has_query else "selection"
+            if options.min_relevance is None:
+                options = replace(options, min_relevance=DEFAULT_SELECTION_MIN_RELEVANCE)
+        else:
+            assert query is not None
+            text, used = query, "query"
+        first = self.search_service.search(owner, text, top_k=POOL, options=options, checked=True)
+        fused = list(first.hits)
 
         pinned_entries = self.store.by_hashes(owner, pins) if pins else {}
         missing = [h for h in pins if h not in pinned_entries]
@@ -188,9 +194,14 @@ class RetrievalService:
             Candidate(str(r.entry.id), r.entry.content_hash, r.entry.body, 1.0, r.hit) for r in items
         ]
         # Dedup against the pins too: a near-copy of a pinned entry adds nothing.
-        fill = dedup([*pinned_cands, *fill])[len(pinned_cands) :]
+        started = time.perf_counter()
+        kept, collapsed = collapse([*pinned_cands, *fill])
+        fill = kept[len(pinned_cands) :]
+        dedup_ms = (time.perf_counter() - started) * 1000
         room = top_k - len(items)
+        mmr_ms: float | None = None
         if diversify and fill:
+            started = time.perf_counter()
             embedder = self.search_service.embedder
             model = embedder.model if embedder is not None else None
             vectors: dict[str, Sequence[float]] = {}
@@ -198,49 +209,113 @@ class RetrievalService:
                 stored = self.store.vectors(owner, [uuid.UUID(c.key) for c in fill], model)
                 vectors = {str(k): v for k, v in stored.items()}
             fill = mmr(fill, vectors, room)
+            mmr_ms = (time.perf_counter() - started) * 1000
         for cand in fill[:room]:
             hit = cand.item
             assert hit is not None
             items.append(Ranked(entries[uuid.UUID(hit.id)], hit, hit.score, False))
 
-        first = results[0]
-        live = any(r.status != "empty_store" for r in results) or bool(pinned_entries)
+        live = first.status != "empty_store" or bool(pinned_entries)
         status: Status = "ok" if items else ("no_matches" if live else "empty_store")
+        reason = None
+        if selection is not None and first.status != "empty_store" and not fused:
+            # Nothing in the store is about the selection: say so, never fill with other entries.
+            status = "out_of_scope"
+            reason = (
+                f"no entry reaches min_relevance {options.min_relevance} for the selected text"
+                f" ({first.below_relevance} below it)"
+            )
+        elif status == "empty_store":
+            reason = "the store has no live entries"
+        elif status == "no_matches":
+            reason = self._no_match_reason(owner, options, first)
+        stages: list[dict[str, Any]] = [
+            {"stage": "vector", "candidates": first.vector_candidates},
+            {"stage": "lexical", "candidates": first.lexical_candidates},
+            {"stage": "fusion", "candidates": first.total_candidates, "ms": first.timings.sql_ms},
+            {"stage": "ranked", "candidates": first.ranked},
+            {"stage": "relevance_floor", "candidates": len(fused), "removed": first.below_relevance},
+            {
+                "stage": "dedup",
+                "candidates": len(kept),
+                "ms": round(dedup_ms, 3),
+                "collapsed": [{"id": key, "into": into} for key, into in collapsed],
+            },
+        ]
+        if mmr_ms is not None:
+            stages.append({"stage": "mmr", "candidates": len(fill), "ms": round(mmr_ms, 3)})
+        stages.append({"stage": "top_k", "candidates": len(items), "pinned": sum(r.pinned for r in items)})
         return Retrieved(
             status=status,
             items=items,
             missing_pins=missing,
-            degraded=any(r.degraded for r in results),
-            degraded_reason=next((r.degraded_reason for r in results if r.degraded_reason), None),
+            degraded=first.degraded,
+            degraded_reason=first.degraded_reason,
             used=used,
             selection_ignored=ignored,
-            below_relevance=sum(r.below_relevance for r in results),
-            fusion="+".join(dict.fromkeys(r.fusion for r in results)),
-            fusion_weights=next((r.fusion_weights for r in results if r.fusion_weights), None),
-            embedder_wait_ms=_waited(results),
+            scope_reason=reason,
+            below_relevance=first.below_relevance,
+            fusion=first.fusion,
+            fusion_weights=first.fusion_weights,
+            embedder_wait_ms=first.timings.embedder_wait_ms,
+            total_candidates=first.total_candidates,
+            applied=applied(options, top_k, first, diversify),
+            trace=stages,
             timings={
-                "embed_ms": round(sum(r.timings.embed_ms or 0.0 for r in results), 3),
-                "sql_ms": round(sum(r.timings.sql_ms for r in results), 3),
-                "search_ms": round(sum(r.timings.total_ms for r in results), 3),
+                "embed_ms": first.timings.embed_ms or 0.0,
+                "sql_ms": first.timings.sql_ms,
+                "search_ms": first.timings.total_ms,
                 "query_terms": float(first.query_terms),
             },
         )
 
+    def _no_match_reason(self, owner: str, options: SearchOptions, result: SearchResult) -> str:
+        """Which filter or floor left nothing: per-filter counts when filters were set."""
+        parts: list[str] = []
+        filters = filter_values(options.filters)
+        if filters:
+            counts = self.store.filter_counts(owner, options.filters)
+            each = ", ".join(f"{name} keeps {counts.get(name, 0)}" for name in filters if name in counts)
+            parts.append(
+                f"filters keep {counts.get('all_filters', 0)} of {counts.get('current', 0)} current entries"
+                + (f" ({each})" if each else "")
+            )
+        if result.total_candidates == 0:
+            parts.append(
+                f"no candidate: vector branch {result.vector_candidates}, lexical {result.lexical_candidates}"
+                + (f" (min_score {options.min_similarity})" if options.min_similarity is not None else "")
+            )
+        if result.below_relevance:
+            parts.append(f"min_relevance {options.min_relevance} removed {result.below_relevance}")
+        elif result.ranked == 0 and result.total_candidates and options.min_similarity is not None:
+            parts.append(f"min_score {options.min_similarity} removed {result.total_candidates}")
+        return "; ".join(parts) or "nothing matched"
 
-def _waited(results: list[SearchResult]) -> float | None:
-    waits = [r.timings.embedder_wait_ms for r in results if r.timings.embedder_wait_ms is not None]
-    return round(sum(waits), 3) if waits else None
+
+def filter_values(filters: EntryFilters) -> dict[str, Any]:
+    """The filters set (name → value; times as ISO text), for echoing and logging."""
+    out: dict[str, Any] = {}
+    for spec in fields(filters):
+        value = getattr(filters, spec.name)
+        if value is None or value is False or (isinstance(value, (list, tuple)) and not value):
+            continue
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, (list, tuple)):
+            value = list(value)
+        out[spec.name] = value
+    return out
 
 
-def _fuse(results: list[SearchResult]) -> list[SearchHit]:
-    """One search: its hits. Query + selection: RRF over both rankings, ties by id."""
-    if len(results) == 1:
-        return list(results[0].hits)
-    scores: dict[str, float] = {}
-    hits: dict[str, SearchHit] = {}
-    for result in results:
-        for hit in result.hits:
-            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (RRF_K + hit.rank)
-            hits.setdefault(hit.id, hit)
-    order = sorted(scores, key=lambda key: (-scores[key], key))
-    return [replace(hits[key], score=scores[key]) for key in order]
+def applied(options: SearchOptions, top_k: int, result: SearchResult, diversify: bool) -> dict[str, Any]:
+    """What a retrieval ran with: mode, filters, top_k, thresholds and the fusion used."""
+    return {
+        "mode": options.mode,
+        "top_k": top_k,
+        "filters": filter_values(options.filters),
+        "min_relevance": options.min_relevance,
+        "min_score": options.min_similarity,
+        "recency_half_life_days": options.recency_half_life_days,
+        "fusion": result.fusion,
+        "diversify": diversify,
+    }

@@ -144,6 +144,9 @@ class SearchResult:
     # and, for convex, the weights of the cosine and the BM25 parts.
     fusion: str = "rrf"
     fusion_weights: dict[str, float] | None = None
+    # Distinct candidates both branches found, and how many the statement ranked (≤ its top_k).
+    total_candidates: int = 0
+    ranked: int = 0
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,8 @@ class SearchService:
             vector_candidates=found.vector_candidates,
             embedding_model=params.model,
             below_relevance=len(ranked) - len(kept),
+            total_candidates=found.fused_candidates,
+            ranked=len(ranked),
             fusion=fusion,
             fusion_weights=_weights(params.vector_weight()) if fusion == "convex" else None,
             timings=SearchTimings(

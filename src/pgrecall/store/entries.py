@@ -41,7 +41,7 @@ from pgrecall.store.entries_sql import (
     SQL_UPDATE,
     SQL_VECTORS,
 )
-from pgrecall.store.filters import compile_filters
+from pgrecall.store.filters import compile_filters, filter_counts_statement
 from pgrecall.store.scope import owner_transaction
 
 
@@ -330,6 +330,13 @@ class EntryStore:
         with owner_transaction(self.pool, owner) as conn:
             rows = conn.execute(SQL_MANY, {"owner": owner, "ids": list(ids)}).fetchall()
         return {r["id"]: _entry(r) for r in rows}
+
+    def filter_counts(self, owner: str, filters: EntryFilters) -> dict[str, int]:
+        """Current live entries (`current`), those all filters keep (`all_filters`), and each filter's own."""
+        statement, params = filter_counts_statement(filters)
+        with owner_transaction(self.pool, owner) as conn:
+            row = conn.execute(statement, {**params, "owner": owner}).fetchone()
+        return {key: int(value) for key, value in (row or {}).items()}
 
     def by_hashes(self, owner: str, hashes: Sequence[str]) -> dict[str, Entry]:
         """For each hash with a live entry, the oldest such entry."""

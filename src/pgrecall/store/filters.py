@@ -62,3 +62,28 @@ def compile_filters(filters: EntryFilters) -> tuple[sql.Composable, dict[str, An
     parts = [FILTER_SQL[name] for name in FILTER_SQL if params[f"f_{name}"] is not None]
     parts += [CURRENT_SQL[flag] for flag in CURRENT_SQL if not getattr(filters, flag)]
     return sql.SQL("").join(sql.SQL(" AND " + part) for part in parts), params
+
+
+# How many current live entries each filter keeps alone, and all of them together (an empty
+# search says which filter left nothing).
+FILTER_COUNTS_SQL = (
+    "SELECT count(*) AS current, count(*) FILTER (WHERE true{all}) AS all_filters{columns} "
+    "FROM entries e WHERE e.owner = %(owner)s AND e.deleted_at IS NULL{current}"
+)
+
+
+def filter_counts_statement(filters: EntryFilters) -> tuple[sql.Composed, dict[str, Any]]:
+    """FILTER_COUNTS_SQL for the filters set, and its bound parameters (also %(owner)s)."""
+    params = {f"f_{name}": _value(filters, name) for name in FILTER_SQL}
+    names = [name for name in FILTER_SQL if params[f"f_{name}"] is not None]
+    columns = [
+        sql.SQL(", count(*) FILTER (WHERE {}) AS {}").format(sql.SQL(FILTER_SQL[n]), sql.Identifier(n))
+        for n in names
+    ]
+    current = [CURRENT_SQL[flag] for flag in CURRENT_SQL if not getattr(filters, flag)]
+    statement = sql.SQL(FILTER_COUNTS_SQL).format(
+        all=sql.SQL("").join(sql.SQL(" AND " + FILTER_SQL[n]) for n in names),
+        columns=sql.SQL("").join(columns),
+        current=sql.SQL("").join(sql.SQL(" AND " + part) for part in current),
+    )
+    return statement, params

@@ -11,9 +11,19 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
+# A language the caller chose (language_how = 'explicit') is theirs: only --include-explicit
+# re-judges it. Rows from before migration 0011 (NULL: not recorded) are re-judged.
 _SCOPE = """
     (%(owner)s::text IS NULL OR owner = %(owner)s)
     AND (NOT %(only_simple)s OR language = 'simple'::regconfig)
+    AND (%(include_explicit)s OR language_how IS DISTINCT FROM 'explicit')
+"""
+
+SQL_REDETECT_EXPLICIT = """
+SELECT count(*) AS n FROM entries
+WHERE (%(owner)s::text IS NULL OR owner = %(owner)s)
+  AND (NOT %(only_simple)s OR language = 'simple'::regconfig)
+  AND language_how = 'explicit'
 """
 
 SQL_REDETECT_COUNT = f"SELECT count(*) AS n FROM entries WHERE {_SCOPE}"
@@ -41,6 +51,7 @@ FROM unnest(%(owners)s::text[], %(ids)s::uuid[], %(old)s::regconfig[], %(new)s::
      AS c(owner, id, old_language, language, content_hash, detected)
 WHERE e.owner = c.owner AND e.id = c.id
   AND e.language = c.old_language AND e.content_hash = c.content_hash
+  AND (%(include_explicit)s OR e.language_how IS DISTINCT FROM 'explicit')
 """
 
 
@@ -62,19 +73,32 @@ class RedetectStore:
     def __init__(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]]) -> None:
         self.pool = pool
 
-    def count(self, owner: str | None, only_simple: bool) -> int:
+    def count(self, owner: str | None, only_simple: bool, include_explicit: bool = False) -> int:
         """How many rows a pass will look at."""
+        params = {"owner": owner, "only_simple": only_simple, "include_explicit": include_explicit}
         with self.pool.connection() as conn:
-            row = conn.execute(SQL_REDETECT_COUNT, {"owner": owner, "only_simple": only_simple}).fetchone()
+            row = conn.execute(SQL_REDETECT_COUNT, params).fetchone()
+        return int(row["n"]) if row else 0
+
+    def count_explicit(self, owner: str | None, only_simple: bool) -> int:
+        """How many rows in scope have an explicitly chosen language."""
+        with self.pool.connection() as conn:
+            row = conn.execute(SQL_REDETECT_EXPLICIT, {"owner": owner, "only_simple": only_simple}).fetchone()
         return int(row["n"]) if row else 0
 
     def batch(
-        self, owner: str | None, only_simple: bool, after: tuple[str, uuid.UUID] | None, limit: int
+        self,
+        owner: str | None,
+        only_simple: bool,
+        after: tuple[str, uuid.UUID] | None,
+        limit: int,
+        include_explicit: bool = False,
     ) -> builtins.list[dict[str, Any]]:
         """The next rows after `after` in (owner, id) order."""
         params = {
             "owner": owner,
             "only_simple": only_simple,
+            "include_explicit": include_explicit,
             "after_owner": after[0] if after else None,
             "after_id": after[1] if after else None,
             "limit": limit,
@@ -82,8 +106,9 @@ class RedetectStore:
         with self.pool.connection() as conn:
             return conn.execute(SQL_REDETECT_BATCH, params).fetchall()
 
-    def apply(self, changes: Sequence[LanguageChange]) -> int:
-        """Write the changes in one statement; returns how many rows were still unedited and changed."""
+    def apply(self, changes: Sequence[LanguageChange], include_explicit: bool = False) -> int:
+        """Write the changes in one statement; returns how many rows were still unedited and changed
+        (a row whose language was set explicitly meanwhile is skipped unless `include_explicit`)."""
         if not changes:
             return 0
         params = {
@@ -93,6 +118,7 @@ class RedetectStore:
             "new": [c.new for c in changes],
             "hashes": [c.content_hash for c in changes],
             "detected": [c.detected for c in changes],
+            "include_explicit": include_explicit,
         }
         with self.pool.connection() as conn:
             return conn.execute(SQL_REDETECT_UPDATE, params).rowcount

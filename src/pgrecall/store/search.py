@@ -190,6 +190,8 @@ class SearchRows:
     best_cos: float | None = None
     mid_cos: float | None = None
     best_lex: float | None = None
+    # Distinct candidates of both branches (before the top_k cut).
+    fused_candidates: int = 0
 
 
 def build_statement(params: SearchParams) -> sql.Composed:
@@ -342,6 +344,7 @@ def to_rows(rows: list[dict[str, Any]]) -> SearchRows:
         query_terms=int(first.get("query_terms") or 0),
         lexical_candidates=int(first.get("lexical_candidates") or 0),
         vector_candidates=int(first.get("vector_candidates") or 0),
+        fused_candidates=int(first.get("fused_candidates") or 0),
         best_cos=_float_or_none(first.get("best_cos")),
         mid_cos=_float_or_none(first.get("mid_cos")),
         best_lex=_float_or_none(first.get("best_lex")),

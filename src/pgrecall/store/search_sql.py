@@ -373,6 +373,8 @@ SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
        (SELECT count(*) FROM terms) AS query_terms,
        (SELECT count(*) FROM cand) AS lexical_candidates,
        (SELECT count(*) FROM vec) AS vector_candidates,
+       -- Distinct candidates of both branches: what fusion ranked (trace, total_candidates).
+       (SELECT count(*) FROM vec v FULL JOIN lex l ON v.id = l.id) AS fused_candidates,
        -- Each branch's own scale, for relevance relative to it (domain/relevance.py).
        (SELECT max(cos_sim) FROM vec) AS best_cos,
        (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY cos_sim) FROM vec) AS mid_cos,

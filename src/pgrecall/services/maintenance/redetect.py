@@ -7,8 +7,9 @@ stored many entries as 'simple'. Decisions:
   `updated_at` is bumped; `content_hash` never changes (the text does not).
 - A 'simple' verdict (text too short, detector unsure) never replaces a stemmed language:
   being unsure is no evidence against the language the entry has.
-- pgrecall does not record how a language was chosen, so a full pass also re-judges
-  languages that were given explicitly; `only_simple` touches only entries stored as 'simple'.
+- A language the caller gave explicitly (`language_how = 'explicit'`) is kept and counted in
+  `kept_explicit`; `include_explicit` re-judges those too. Rows from before the choice was
+  recorded (NULL) are re-judged. `only_simple` touches only entries stored as 'simple'.
 - A text in a language PostgreSQL cannot stem (say Japanese) becomes 'simple' with that
   language recorded in `detected_language`, as a new write would be: that is a finding, not
   an unsure verdict, so it also replaces a stemmed language.
@@ -34,6 +35,7 @@ class RedetectReport:
     scanned: int = 0
     unchanged: int = 0
     kept_unsure: int = 0
+    kept_explicit: int = 0
     updated: int = 0
     skipped_edited: int = 0
     transitions: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -54,15 +56,19 @@ def redetect_languages(
     *,
     owner: str | None = None,
     only_simple: bool = False,
+    include_explicit: bool = False,
     dry_run: bool = False,
     batch_size: int = 200,
     on_batch: Callable[[int], object] | None = None,
 ) -> RedetectReport:
-    """Re-detect every entry in scope (of `owner`, or all owners); with `dry_run` only count."""
+    """Re-detect every entry in scope (of `owner`, or all owners; explicit choices only with
+    `include_explicit`); with `dry_run` only count."""
     report = RedetectReport()
+    if not include_explicit:
+        report.kept_explicit = store.count_explicit(owner, only_simple)
     after: tuple[str, uuid.UUID] | None = None
     while True:
-        rows = store.batch(owner, only_simple, after, batch_size)
+        rows = store.batch(owner, only_simple, after, batch_size, include_explicit)
         if not rows:
             break
         after = (rows[-1]["owner"], rows[-1]["id"])
@@ -82,7 +88,7 @@ def redetect_languages(
                     LanguageChange(row["owner"], row["id"], current, verdict, row["content_hash"], found)
                 )
         if not dry_run:
-            applied = store.apply(changes)
+            applied = store.apply(changes, include_explicit)
             report.updated += applied
             report.skipped_edited += len(changes) - applied
         report.scanned += len(rows)

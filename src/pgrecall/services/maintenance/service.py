@@ -43,25 +43,27 @@ class Maintenance:
         """Fill every pending vector, owner by owner (resumable); owner → vectors filled."""
         return reembed_all(self.store, self._embedder(), batch_size=batch_size, on_batch=on_batch)
 
-    def redetect_count(self, owner: str | None, only_simple: bool) -> int:
+    def redetect_count(self, owner: str | None, only_simple: bool, include_explicit: bool = False) -> int:
         """How many entries a re-detection pass would scan."""
-        return self.redetect_store.count(owner, only_simple)
+        return self.redetect_store.count(owner, only_simple, include_explicit)
 
     def redetect(
         self,
         *,
         owner: str | None = None,
         only_simple: bool = False,
+        include_explicit: bool = False,
         dry_run: bool = False,
         batch_size: int = 200,
         on_batch: Callable[[int], object] | None = None,
     ) -> RedetectReport:
-        """Detect stored entries' languages again (see redetect_languages)."""
+        """Detect stored entries' languages again, explicit choices kept (see redetect_languages)."""
         return redetect_languages(
             self.redetect_store,
             self.detector,
             owner=owner,
             only_simple=only_simple,
+            include_explicit=include_explicit,
             dry_run=dry_run,
             batch_size=batch_size,
             on_batch=on_batch,
