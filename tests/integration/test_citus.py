@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,7 +24,10 @@ from pgrecall.services.search import SearchOptions
 from tests.helpers.subprocess_server import run_pgrecall, server_env
 
 CITUS_BIN = os.environ.get("PGRECALL_CITUS_PG_BIN")
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+# As root the servers run as this existing user (initdb refuses root; none is created).
+CITUS_RUN_AS = os.environ.get("PGRECALL_CITUS_RUN_AS")
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = REPO / "benchmarks"
 
 
 def _wrong(url: str) -> int:
@@ -38,6 +42,33 @@ def test_migrate_citus_refuses_a_server_without_citus(settings: Settings) -> Non
     assert result.returncode == 1
     assert "the database has no citus extension" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_check_refuses_to_overwrite_a_result_before_starting_anything(tmp_path: Path) -> None:
+    check = [sys.executable, str(BENCHMARKS / "citus_check.py"), "--pg-bin", str(tmp_path / "no-such-bin")]
+    committed = subprocess.run([*check, "--json", str(BENCHMARKS / "citus_check.json")],
+                               capture_output=True, text=True, timeout=120, cwd=REPO)  # fmt: skip
+    assert committed.returncode == 2
+    assert "is a committed result (tracked by git)" in committed.stderr and "--force" in committed.stderr
+    existing = tmp_path / "mine.json"
+    existing.write_text("{}")
+    again = subprocess.run([*check, "--json", str(existing)], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and f"{existing} exists" in again.stderr
+    assert existing.read_text() == "{}"
+
+
+def test_the_cluster_helper_creates_no_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    from citus_cluster import ClusterError, server_user
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(ClusterError, match=r"initdb refuses to run as root.*useradd"):
+        server_user(None)
+    with pytest.raises(ClusterError, match="no user 'pgrecall-no-such-user'"):
+        server_user("pgrecall-no-such-user")
+    assert server_user("root") == "root"
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert server_user(None) is None
 
 
 def test_set_local_sets_only_pgrecall_settings(db_url: str) -> None:
@@ -99,7 +130,7 @@ def test_a_real_cluster_answers_like_one_server() -> None:
     # Under /tmp and traversable: the servers run as their own user.
     tmp_path = Path(tempfile.mkdtemp(prefix="pgrecall-test-citus-", dir="/tmp"))
     tmp_path.chmod(0o755)
-    cluster = start_cluster(Path(CITUS_BIN), tmp_path / "cluster")
+    cluster = start_cluster(Path(CITUS_BIN), tmp_path / "cluster", run_as=CITUS_RUN_AS)
     try:
         url = cluster.coordinator.url
         env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
