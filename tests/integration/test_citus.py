@@ -80,12 +80,32 @@ def test_set_local_sets_only_pgrecall_settings(db_url: str) -> None:
             conn.execute("SELECT pgrecall_set_local('role', 'postgres')")
 
 
+def test_the_citus_set_local_carries_the_propagation_setting_per_transaction(db_url: str) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute(citus_sql.SET_LOCAL)
+    # A session that never got the database-level setting (opened before `migrate citus`).
+    with psycopg.connect(db_url, row_factory=dict_row) as conn:
+        conn.execute("SELECT pgrecall_set_local('pgrecall.owner', %s)", ("ann",))
+        row = conn.execute(
+            "SELECT current_setting('citus.propagate_set_commands') AS propagate, "
+            "current_setting('pgrecall.owner') AS owner"
+        ).fetchone()
+        assert row == {"propagate": "local", "owner": "ann"}
+        conn.commit()
+        after = conn.execute(
+            "SELECT coalesce(current_setting('citus.propagate_set_commands', true), '') AS propagate"
+        ).fetchone()
+        assert after is not None and after["propagate"] != "local"  # transaction-local, like the owner
+        with pytest.raises(psycopg.errors.RaiseException, match="is not a setting pgrecall sets"):
+            conn.execute("SELECT pgrecall_set_local('citus.propagate_set_commands', 'none')")
+
+
 def test_the_citus_safe_statistics_functions_are_exact_on_a_single_server(settings: Settings) -> None:
     assert settings.database_url is not None
     url = settings.database_url.get_secret_value()
     with psycopg.connect(url, autocommit=True) as conn:
         for function in (citus_sql.COMPACT_OWNER, citus_sql.COMPACT_ALL, citus_sql.STATS_TRIGGER,
-                         citus_sql.TRUNCATE_TRIGGER):  # fmt: skip
+                         citus_sql.TRUNCATE_TRIGGER, citus_sql.SET_LOCAL):  # fmt: skip
             conn.execute(function)
     with App(settings, embedder=None, restricted=True) as app:
         ids = []
@@ -140,20 +160,24 @@ def test_a_real_cluster_answers_like_one_server() -> None:
             "PGRECALL_MODELS": "in-process",
         }
         assert run_pgrecall(env, "migrate", "upgrade").returncode == 0
-        first, again = run_pgrecall(env, "migrate", "citus"), run_pgrecall(env, "migrate", "citus")
-        assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
-        assert "every table was distributed already" in again.stdout
         settings = Settings(database_url=url, home=tmp_path / "home", models="in-process")
+        lexical = RetrievalRequest(query="boundary layer", options=SearchOptions(mode="lexical"))
+        # A server running through the migration: its pooled sessions predate the database-level
+        # setting `migrate citus` makes, and must still see the owner's rows afterwards.
         with App(settings, embedder=None, restricted=True) as app:
             app.entries.add(
                 "ann", text="The boundary layer thickens downstream of the leading edge.", tags=["aero"]
             )
             app.entries.add("ben", text="Journals are indexed by subject in the library.", tags=["aero"])
-            hits = app.retrieval.retrieve(
-                "ann", RetrievalRequest(query="boundary layer", options=SearchOptions(mode="lexical"))
-            ).items
-            assert [h.entry.owner for h in hits] == ["ann"]
+            assert [h.entry.owner for h in app.retrieval.retrieve("ann", lexical).items] == ["ann"]
+            first, again = run_pgrecall(env, "migrate", "citus"), run_pgrecall(env, "migrate", "citus")
+            assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+            assert "every table was distributed already" in again.stdout
+            assert [h.entry.owner for h in app.retrieval.retrieve("ann", lexical).items] == ["ann"]
             assert len(app.entries.list("ben", EntryFilters(tags_all=["aero"])).entries) == 1
+        with App(settings, embedder=None, restricted=True) as app:
+            app.entries.add("ann", text="A second note on the boundary layer of a flat plate.")
+            assert len(app.retrieval.retrieve("ann", lexical).items) == 2
         assert _wrong(url) == 0
     finally:
         cluster.stop()

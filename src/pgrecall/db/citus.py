@@ -65,9 +65,12 @@ def distribute(url: str, report: Report) -> None:
             if failed:
                 raise ConfigurationError("a worker refused the setup: " + "; ".join(failed))
         report(f"workers set up ({len(workers)}): pgrecall_app may log in, tag operators, LEAKPROOF marks")
-        for function in (q.COMPACT_OWNER, q.COMPACT_ALL, q.STATS_TRIGGER, q.TRUNCATE_TRIGGER):
+        for function in (q.COMPACT_OWNER, q.COMPACT_ALL, q.STATS_TRIGGER, q.TRUNCATE_TRIGGER, q.SET_LOCAL):
             conn.execute(function)
-        report("statistics functions replaced by their Citus-safe forms")
+        report(
+            "statistics functions replaced by their Citus-safe forms; pgrecall_set_local carries the "
+            "propagation setting itself (sessions opened before this migration stay correct)"
+        )
         done = _distributed(conn)
         moved = [t for t in (*q.DISTRIBUTED_TABLES, *q.REFERENCE_TABLES) if t not in done]
         had_tags_opclass = bool((conn.execute(q.SQL_TAGS_OPCLASS_EXISTS).fetchone() or {}).get("present"))

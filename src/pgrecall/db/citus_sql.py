@@ -145,6 +145,28 @@ END
 $$
 """
 
+# Migration 0012's pgrecall_set_local, carrying the setting that makes Citus forward its SET LOCAL
+# to the workers. `migrate citus` also sets it for the database, but only sessions opened after
+# that read it: a session of a server left running through the migration would SET LOCAL the owner
+# on the coordinator alone, and the workers' row-level security would see no owner (silently empty
+# results). Set per transaction here, it no longer depends on when the session was opened.
+SET_LOCAL = """
+CREATE OR REPLACE FUNCTION pgrecall_set_local(setting text, value text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF setting NOT IN ('pgrecall.owner', 'hnsw.ef_search', 'hnsw.iterative_scan', 'hnsw.max_scan_tuples',
+                       'plan_cache_mode', 'statement_timeout') THEN
+        RAISE EXCEPTION 'pgrecall_set_local: % is not a setting pgrecall sets', setting;
+    END IF;
+    IF current_setting('citus.propagate_set_commands', true) IS DISTINCT FROM 'local' THEN
+        SET LOCAL citus.propagate_set_commands = 'local';
+    END IF;
+    EXECUTE format('SET LOCAL %s = %L', setting, value);
+    RETURN value;
+END
+$$
+"""
+
 SQL_HAS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus"
 SQL_DISTRIBUTED = "SELECT logicalrelid::text AS name FROM pg_dist_partition"
 SQL_WORKERS = "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 AND isactive ORDER BY nodeid"
