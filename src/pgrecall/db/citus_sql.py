@@ -167,6 +167,7 @@ END
 $$
 """
 
+SQL_CITUS_VERSION = "SELECT citus_version() AS version"
 SQL_HAS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus"
 SQL_DISTRIBUTED = "SELECT logicalrelid::text AS name FROM pg_dist_partition"
 SQL_WORKERS = "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 AND isactive ORDER BY nodeid"
@@ -191,11 +192,30 @@ SQL_SESSION_SETTINGS = (
 # pgrecall_app: it must be able to log in on the workers (not on the coordinator). The tag
 # operator class of migration 0006 is a kind of object Citus cannot copy; ts_match_vq's
 # LEAKPROOF mark (migration 0005) lets the workers' planner use the GIN index under the policy.
-WORKER_STATEMENTS = (
-    "SET citus.enable_ddl_propagation TO off; ALTER ROLE pgrecall_app LOGIN",
-    "SET citus.enable_ddl_propagation TO off; "
-    "ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF",
-)
+# Each step only where it is not done yet: a step done before (by a provider's superuser on a managed
+# service) needs no privilege again.
+WORKER_APP_LOGIN = """
+DO $$
+BEGIN
+    SET LOCAL citus.enable_ddl_propagation TO off;
+    IF NOT (SELECT rolcanlogin FROM pg_roles WHERE rolname = 'pgrecall_app') THEN
+        ALTER ROLE pgrecall_app LOGIN;
+    END IF;
+END
+$$
+"""
+WORKER_LEAKPROOF = """
+DO $$
+BEGIN
+    SET LOCAL citus.enable_ddl_propagation TO off;
+    IF NOT (SELECT proleakproof FROM pg_proc
+            WHERE oid = 'pg_catalog.ts_match_vq(tsvector, tsquery)'::regprocedure) THEN
+        ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF;
+    END IF;
+END
+$$
+"""
+WORKER_STATEMENTS = (WORKER_APP_LOGIN, WORKER_LEAKPROOF)
 WORKER_TAG_OPERATORS = """
 DO $$
 BEGIN
@@ -216,8 +236,12 @@ BEGIN
         CREATE OPERATOR |&& (LEFTARG = text[], RIGHTARG = text[], FUNCTION = pgrecall_tags_overlap,
                              RESTRICT = matchingsel, JOIN = matchingjoinsel, COMMUTATOR = |&&);
     END IF;
-    GRANT EXECUTE ON FUNCTION pgrecall_tags_contain(text[], text[]) TO pgrecall_app;
-    GRANT EXECUTE ON FUNCTION pgrecall_tags_overlap(text[], text[]) TO pgrecall_app;
+    IF NOT has_function_privilege('pgrecall_app', 'pgrecall_tags_contain(text[], text[])', 'EXECUTE') THEN
+        GRANT EXECUTE ON FUNCTION pgrecall_tags_contain(text[], text[]) TO pgrecall_app;
+    END IF;
+    IF NOT has_function_privilege('pgrecall_app', 'pgrecall_tags_overlap(text[], text[])', 'EXECUTE') THEN
+        GRANT EXECUTE ON FUNCTION pgrecall_tags_overlap(text[], text[]) TO pgrecall_app;
+    END IF;
     IF NOT EXISTS (SELECT FROM pg_opclass WHERE opcname = 'pgrecall_tags_ops') THEN
         CREATE OPERATOR CLASS pgrecall_tags_ops FOR TYPE text[] USING gin AS
             OPERATOR 1 |&& (text[], text[]),
