@@ -18,8 +18,9 @@ per search), and then:
 1. runs every search of owners × modes × filters × questions on both, as the server's row-level
    security role, and compares the ranked hits (content hash, score, branch ranks);
 2. EXPLAINs each search statement on the coordinator: one task (a router plan) each;
-3. adds a third worker the documented way (`migrate citus --prepare-node URL`, citus_add_node,
-   `migrate citus` again, citus_rebalance_start) and repeats 1 and 2 once shards have moved there;
+3. adds a third worker the documented way (`migrate citus --check-node URL`, which must say it is
+   not prepared, `--prepare-node URL`, `--check-node URL` again, citus_add_node, `migrate citus`
+   again, citus_rebalance_start) and repeats 1 and 2 once shards have moved there;
 4. writes concurrently (adds, text updates, deletes, restores; four threads, two owners) and
    checks that the lexical statistics equal a recount from the entries, before and after a merge;
 5. runs the operators' commands (token, export, import as another owner, redetect, reembed);
@@ -263,7 +264,9 @@ def concurrent_writes(cluster: App, url: str, threads: int = 4, per_thread: int 
 def grow(cluster: Cluster, root: Path, home: Path) -> dict[str, Any]:
     """Add a third worker the documented way, move shards onto it, and say where they are."""
     worker = start_worker(cluster, root / "cluster")
+    unprepared = _pgrecall(cluster.coordinator.url, home, "migrate", "citus", "--check-node", worker.url)
     prepared = _pgrecall(cluster.coordinator.url, home, "migrate", "citus", "--prepare-node", worker.url)
+    ready = _pgrecall(cluster.coordinator.url, home, "migrate", "citus", "--check-node", worker.url)
     add_node(cluster, worker)
     again = _pgrecall(cluster.coordinator.url, home, "migrate", "citus")
     started = time.perf_counter()
@@ -275,6 +278,9 @@ def grow(cluster: Cluster, root: Path, home: Path) -> dict[str, Any]:
             "GROUP BY nodeport ORDER BY nodeport"
         ).fetchall()
     return {
+        "check_node_before_exit": unprepared.returncode,
+        "check_node_before_says": unprepared.stderr.strip(),
+        "check_node_after_exit": ready.returncode,
         "prepare_node_exit": prepared.returncode,
         "migrate_citus_again_exit": again.returncode,
         "rebalance_seconds": round(time.perf_counter() - started, 1),
@@ -434,6 +440,7 @@ def main() -> int:
                 for r in (report["searches_after_rebalance"],)
             )
             and report["grow"]["prepare_node_exit"] == 0 and report["grow"]["migrate_citus_again_exit"] == 0
+            and report["grow"]["check_node_before_exit"] == 1 and report["grow"]["check_node_after_exit"] == 0
             and report["grow"]["shards_by_port"].get(str(report["grow"]["new_worker_port"]), 0) > 0
             and w["error_count"] == 0
             and w["before_merge"]["df_wrong"] == 0 and w["before_merge"]["docs_wrong"] == 0
