@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import psycopg
@@ -17,7 +18,7 @@ from psycopg.rows import dict_row
 
 from pgrecall.app import App
 from pgrecall.config import Settings
-from pgrecall.db import citus_sql
+from pgrecall.db import citus, citus_sql
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.services.retrieval import RetrievalRequest
 from pgrecall.services.search import SearchOptions
@@ -137,6 +138,60 @@ def test_the_citus_safe_statistics_functions_are_exact_on_a_single_server(settin
             "(SELECT count(*) FROM lexical_df_delta) + (SELECT count(*) FROM lexical_docs_delta)"
         ).fetchone()
     assert left == (0,)
+
+
+def test_statistics_are_rebuilt_owner_by_owner_while_others_write_and_search(settings: Settings) -> None:
+    assert settings.database_url is not None
+    url = settings.database_url.get_secret_value()
+    owners = [f"o{i}" for i in range(7)]
+    with App(settings, embedder=None, restricted=True) as app:
+        for i in range(70):
+            app.entries.add(owners[i % 7], text=f"Note {i} on the boundary layer and drag of wings.")
+        with psycopg.connect(url, autocommit=True) as conn:
+            # Wrong counts to be repaired: a lost row, a stray owner, a double count.
+            conn.execute("DELETE FROM lexical_df WHERE owner = 'o1' AND lexeme = 'drag'")
+            conn.execute("INSERT INTO lexical_docs VALUES ('ghost', 'english', 3, 9)")
+            conn.execute("UPDATE lexical_docs SET n_docs = n_docs * 2 WHERE owner = 'o2'")
+        assert _wrong(url) > 0
+        # One batch of o0's rebuild left open: other owners' writes and o0's searches go on.
+        with psycopg.connect(url, row_factory=dict_row) as held:
+            held.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            for statement in citus_sql.REBUILD_OWNERS:
+                held.execute(statement, {"owners": ["o0"]})
+            app.entries.add("o3", text="Written while o0's statistics are being rebuilt.")
+            found = app.retrieval.retrieve(
+                "o0", RetrievalRequest(query="boundary layer", options=SearchOptions(mode="lexical"))
+            )
+            assert found.items and all(r.entry.owner == "o0" for r in found.items)
+            held.commit()
+        with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+            assert citus.rebuild_statistics(conn, batch=3) == 8  # seven owners and the stray one
+        assert _wrong(url) == 0
+        # Writes of the owners being rebuilt, from other threads, during a rebuild: exact afterwards.
+        errors: list[BaseException] = []
+
+        def write(owner: str) -> None:
+            try:
+                for i in range(15):
+                    entry = app.entries.add(
+                        owner, text=f"Concurrent {owner} {i} about lift and heating."
+                    ).entry
+                    if i % 3 == 0:
+                        app.entries.delete(owner, entry.id)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(owner,)) for owner in owners[:3]]
+        for thread in threads:
+            thread.start()
+        with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+            for _ in range(3):
+                citus.rebuild_statistics(conn, batch=2)
+                conn.execute("SELECT pgrecall_lexical_compact()")
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert _wrong(url) == 0
 
 
 @pytest.mark.skipif(

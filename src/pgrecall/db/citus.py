@@ -151,10 +151,36 @@ def distribute(url: str, report: Report, allow_untested: bool = False) -> None:
         report("lexical statistics rebuilt from the entries")
 
 
+# Owners per rebuild transaction: each holds row locks on its owners' statistics only briefly.
+REBUILD_BATCH = 10
+_REBUILD_RETRIES = 5
+
+
+def rebuild_statistics(conn: psycopg.Connection[dict[str, object]], batch: int = REBUILD_BATCH) -> int:
+    """Recount every owner's lexical statistics from its entries, `batch` owners per transaction.
+
+    `conn` is in autocommit. No table lock: searches and writes go on (see q.REBUILD_OWNERS).
+    Returns how many owners were rebuilt.
+    """
+    owners = [str(row["owner"]) for row in conn.execute(q.SQL_STATISTICS_OWNERS).fetchall()]
+    owners.sort()
+    for start in range(0, len(owners), batch):
+        chunk = owners[start : start + batch]
+        for attempt in range(_REBUILD_RETRIES + 1):
+            try:
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    for statement in q.REBUILD_OWNERS:
+                        conn.execute(statement, {"owners": chunk})
+                break
+            except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected):
+                if attempt == _REBUILD_RETRIES:
+                    raise
+    return len(owners)
+
+
 def _rebuild_statistics(conn: psycopg.Connection[dict[str, object]]) -> None:
-    with conn.transaction():
-        for statement in q.REBUILD_STATISTICS:
-            conn.execute(statement)
+    rebuild_statistics(conn)
 
 
 def prepare_node(url: str, report: Report) -> None:

@@ -314,21 +314,32 @@ REPLICA_IDENTITY = (
 SQL_UNDISTRIBUTE = "SELECT undistribute_table(%s, cascade_via_foreign_keys => true)"
 
 # Distributing a populated table copies its rows, which the statistics triggers count again:
-# rebuilt from the entries themselves (the same counts as migration 0002's backfill).
-REBUILD_STATISTICS = (
-    "LOCK TABLE entries IN SHARE ROW EXCLUSIVE MODE",
-    "TRUNCATE lexical_df, lexical_df_delta, lexical_docs, lexical_docs_delta",
+# rebuilt from the entries themselves (the same counts as migration 0002's backfill), a batch of
+# owners per transaction instead of one lock over all of them. Each batch runs in REPEATABLE READ:
+# its deletes and its recount read one snapshot, so a write committed after it keeps its delta
+# rows (not deleted, not recounted) and one committed before is counted once; a merge that
+# touches the same rows meanwhile makes the batch fail with a serialization error, and it is run
+# again. Searches and writes of every owner go on throughout.
+SQL_STATISTICS_OWNERS = """
+SELECT owner FROM entries UNION SELECT owner FROM lexical_docs UNION SELECT owner FROM lexical_docs_delta
+UNION SELECT owner FROM lexical_df UNION SELECT owner FROM lexical_df_delta
+"""
+REBUILD_OWNERS = (
+    "DELETE FROM lexical_df WHERE owner = ANY (%(owners)s)",
+    "DELETE FROM lexical_df_delta WHERE owner = ANY (%(owners)s)",
+    "DELETE FROM lexical_docs WHERE owner = ANY (%(owners)s)",
+    "DELETE FROM lexical_docs_delta WHERE owner = ANY (%(owners)s)",
     """
     INSERT INTO lexical_df (owner, language, lexeme, df)
     SELECT e.owner, e.language, l.lexeme, count(*)
     FROM entries e CROSS JOIN LATERAL unnest(tsvector_to_array(e.tsv)) AS l(lexeme)
-    WHERE e.deleted_at IS NULL
+    WHERE e.deleted_at IS NULL AND e.owner = ANY (%(owners)s)
     GROUP BY e.owner, e.language, l.lexeme
     """,
     """
     INSERT INTO lexical_docs (owner, language, n_docs, total_len)
     SELECT owner, language, count(*), sum(length(tsv))
-    FROM entries WHERE deleted_at IS NULL
+    FROM entries WHERE deleted_at IS NULL AND owner = ANY (%(owners)s)
     GROUP BY owner, language
     """,
 )
