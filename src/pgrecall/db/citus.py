@@ -159,7 +159,9 @@ _REBUILD_RETRIES = 5
 def rebuild_statistics(conn: psycopg.Connection[dict[str, object]], batch: int = REBUILD_BATCH) -> int:
     """Recount every owner's lexical statistics from its entries, `batch` owners per transaction.
 
-    `conn` is in autocommit. No table lock: searches and writes go on (see q.REBUILD_OWNERS).
+    `conn` is in autocommit. No table lock: searches and writes go on (see q.REBUILD_OWNERS). It
+    expects the Citus-safe merge (q.COMPACT_OWNER, an upsert, installed first by `distribute`): the
+    MERGE of migration 0002 fails on a row a concurrent recount inserted.
     Returns how many owners were rebuilt.
     """
     owners = [str(row["owner"]) for row in conn.execute(q.SQL_STATISTICS_OWNERS).fetchall()]
