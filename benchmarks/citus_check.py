@@ -93,6 +93,8 @@ MODES = ("hybrid", "lexical", "vector")
 # Both servers fuse the same way from the first search on (the bundled model's cosine scale is a
 # constant); same_fusion and every compared search check it rather than assume it.
 FUSION = "convex"
+# `pgrecall migrate citus` as the check runs it on the coordinator (main() may add a flag).
+MIGRATE_CITUS = ["migrate", "citus"]
 FILTERS = {
     "none": EntryFilters(),
     "tag": EntryFilters(tags_all=["even"]),
@@ -268,7 +270,7 @@ def grow(cluster: Cluster, root: Path, home: Path) -> dict[str, Any]:
     prepared = _pgrecall(cluster.coordinator.url, home, "migrate", "citus", "--prepare-node", worker.url)
     ready = _pgrecall(cluster.coordinator.url, home, "migrate", "citus", "--check-node", worker.url)
     add_node(cluster, worker)
-    again = _pgrecall(cluster.coordinator.url, home, "migrate", "citus")
+    again = _pgrecall(cluster.coordinator.url, home, *MIGRATE_CITUS)
     started = time.perf_counter()
     with psycopg.connect(cluster.coordinator.url, autocommit=True, row_factory=dict_row) as conn:
         conn.execute("SELECT citus_rebalance_start()")
@@ -378,6 +380,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path, required=True, help="where the proof is written (a new file)")
     parser.add_argument("--force", action="store_true", help="overwrite --json even if it exists")
     parser.add_argument("--run-as", help="as root: the existing unprivileged user the servers run as")
+    parser.add_argument(
+        "--allow-untested-citus", action="store_true", help="pass it to `migrate citus` (a release to try)"
+    )
     parser.add_argument("--keep", action="store_true", help="leave the servers and the temp dir (for a look)")
     args = parser.parse_args()
     why = refuse_output(args.json, args.force)
@@ -402,7 +407,9 @@ def main() -> int:
         for url in (cluster.coordinator.url, single.url):
             done = _pgrecall(url, home, "migrate", "upgrade")
             assert done.returncode == 0, done.stderr
-        runs = [_pgrecall(cluster.coordinator.url, home, "migrate", "citus") for _ in range(2)]
+        if args.allow_untested_citus:
+            MIGRATE_CITUS.append("--allow-untested-citus")
+        runs = [_pgrecall(cluster.coordinator.url, home, *MIGRATE_CITUS) for _ in range(2)]
         refused = _pgrecall(single.url, home, "migrate", "citus")
         report["migrate_citus"] = {
             "first": runs[0].stdout.strip().splitlines(),

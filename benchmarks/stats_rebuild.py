@@ -154,6 +154,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--owners", type=int, default=100)
     parser.add_argument("--per-owner", type=int, default=1000)
+    parser.add_argument("--batches", type=int, nargs="+", default=[citus.REBUILD_BATCH],
+                        help="owners per rebuild transaction, one run each")  # fmt: skip
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     report: dict[str, Any] = {"owners": args.owners, "per_owner": args.per_owner}
@@ -176,12 +178,15 @@ def main() -> None:
                     for statement in BEFORE:
                         conn.execute(statement)
 
-            def after() -> None:
+            def batched(size: int) -> None:
                 with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
-                    citus.rebuild_statistics(conn)
+                    citus.rebuild_statistics(conn, batch=size)
 
             report["one_transaction_with_lock"] = _under_load(app, args.owners, before)
-            report["owner_batches"] = _under_load(app, args.owners, after)
+            report["owner_batches"] = {
+                str(size): _under_load(app, args.owners, lambda size=size: batched(size))
+                for size in args.batches
+            }
         with psycopg.connect(url, row_factory=dict_row) as conn:
             report["drift_after"] = conn.execute(SQL_STATISTICS_DRIFT).fetchone()
     text = json.dumps(report, indent=2, default=str)

@@ -315,11 +315,11 @@ SQL_UNDISTRIBUTE = "SELECT undistribute_table(%s, cascade_via_foreign_keys => tr
 
 # Distributing a populated table copies its rows, which the statistics triggers count again:
 # rebuilt from the entries themselves (the same counts as migration 0002's backfill), a batch of
-# owners per transaction instead of one lock over all of them. Each batch runs in REPEATABLE READ:
-# its deletes and its recount read one snapshot, so a write committed after it keeps its delta
-# rows (not deleted, not recounted) and one committed before is counted once; a merge that
-# touches the same rows meanwhile makes the batch fail with a serialization error, and it is run
-# again. Searches and writes of every owner go on throughout.
+# owners per transaction (one, from `migrate citus`) instead of under one lock over all of them.
+# Each batch runs in REPEATABLE READ: its deletes and its recount read one snapshot, so a write
+# committed after it keeps its delta rows (not deleted, not recounted) and one committed before
+# is counted once; a merge that touches the same rows meanwhile makes the batch fail with a
+# serialization error, and it is run again. Searches and writes of every owner go on throughout.
 SQL_STATISTICS_OWNERS = """
 SELECT owner FROM entries UNION SELECT owner FROM lexical_docs UNION SELECT owner FROM lexical_docs_delta
 UNION SELECT owner FROM lexical_df UNION SELECT owner FROM lexical_df_delta
