@@ -34,6 +34,7 @@ from pgrecall.domain.validation import (
     MAX_TAGS,
     MAX_TITLE_CHARS,
 )
+from pgrecall.mcp.http_unavailable import UnavailableAsRetry
 
 log = logging.getLogger(__name__)
 
@@ -281,4 +282,4 @@ def guarded_app(server: MCPServer, policy: HostPolicy, max_body_bytes: int) -> A
         # would otherwise refuse the configured extra hosts on a 127.0.0.1 bind.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return HttpGuard(inner, policy, max_body_bytes)
+    return HttpGuard(UnavailableAsRetry(inner), policy, max_body_bytes)
