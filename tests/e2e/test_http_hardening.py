@@ -3,6 +3,7 @@ and the CLI's one-line answers to bad options and bad configuration."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -236,3 +237,36 @@ def test_malformed_allow_list_is_one_line(tmp_path: Path) -> None:
         "pgrecall: PGRECALL_HTTP_ALLOWED_HOSTS/ORIGINS or --allowed-host/--allowed-origin: "
         "allowed host 'bad:port' is not host[:port]"
     ]
+
+
+def _answer_and_how_it_ended(sock: socket.socket) -> tuple[str, str]:
+    """The whole answer, and "eof" (a clean close) or "reset"."""
+    data = b""
+    for _ in range(10_000):  # bounded: a short response arrives in a few reads
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return data.decode(errors="replace"), "reset"
+        if not chunk:
+            return data.decode(errors="replace"), "eof"
+        data += chunk
+    return data.decode(errors="replace"), "open"
+
+
+def test_refused_origin_reads_the_body_then_closes_cleanly(settings: Settings, tmp_path: Path) -> None:
+    # A browser-like client sends its body while the refusal is on its way: if the server hung up
+    # with that body unread, the kernel would answer with a reset and the client lose the 403.
+    body = b"csrf=x&text=" + b"y" * 200_000
+    with _serve(_env(settings), tmp_path / "server.log", "127.0.0.2") as port:
+        for path in ("/ui/signin", "/mcp"):
+            head = (
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.2:{port}\r\nOrigin: http://evil.example\r\n"
+                f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            with socket.create_connection(("127.0.0.2", port), timeout=30) as sock:
+                sock.sendall(head + body[:100])
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    sock.sendall(body[100:])
+                answer, ended = _answer_and_how_it_ended(sock)
+            assert answer.startswith("HTTP/1.1 403"), (path, answer[:200])
+            assert ended == "eof", (path, ended)

@@ -112,6 +112,22 @@ def test_token_from_env_refuses_weak_tokens(settings: Settings, secret: str) -> 
     assert '"owner": "alice"' not in run_pgrecall(env, "token", "list").stdout
 
 
+def test_weak_token_only_with_allow_weak_and_a_warning(settings: Settings) -> None:
+    env = _env(settings) | {"DEPLOY_TOKEN": "pgr_abcdefghijklmnopqrstuvwxyz0123456789ABCD"}
+    result = run_pgrecall(
+        env, "token", "create", "--owner", "weakling", "--from-env", "DEPLOY_TOKEN", "--allow-weak"
+    )
+    assert result.returncode == 0, result.stderr
+    warning = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert warning == [
+        "pgrecall: warning: DEPLOY_TOKEN holds a weak token, registered because of --allow-weak "
+        "(for tests only: anyone who guesses it acts as this owner)"
+    ]
+    assert '"owner": "weakling"' in run_pgrecall(env, "token", "list").stdout
+    generated = run_pgrecall(env, "token", "create", "--owner", "weakling", "--allow-weak")
+    assert generated.returncode == 2 and "--allow-weak applies to --from-env only" in generated.stderr
+
+
 def test_token_from_env_accepts_random_tokens(settings: Settings) -> None:
     env = _env(settings) | {"DEPLOY_TOKEN": "pgr_" + secrets.token_hex(16)}
     result = run_pgrecall(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")

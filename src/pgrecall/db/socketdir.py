@@ -39,7 +39,10 @@ def _fits(directory: Path) -> bool:
 
 
 def _refuse(exc: RunDirError) -> DatabaseUnavailableError:
-    return DatabaseUnavailableError(f"the embedded PostgreSQL's socket directory is not private: {exc}")
+    return DatabaseUnavailableError(
+        f"the embedded PostgreSQL's socket directory is not private: {exc}; remove that directory "
+        "(pgrecall makes a private one) or point PGRECALL_HOME at a directory of this user's"
+    )
 
 
 def _recorded(home: Path) -> Path | None:

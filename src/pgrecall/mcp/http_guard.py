@@ -34,6 +34,7 @@ from pgrecall.domain.validation import (
     MAX_TAGS,
     MAX_TITLE_CHARS,
 )
+from pgrecall.mcp.http_unavailable import UnavailableAsRetry
 
 log = logging.getLogger(__name__)
 
@@ -228,13 +229,22 @@ class HttpGuard:
             return
         headers = Headers(scope=scope)
         if not self.policy.host_ok(headers.get("host")):
-            await _refuse(421, "Invalid Host header", scope, receive, send)
+            await _refuse(
+                421, "Invalid Host header", scope, receive, send, drain_bytes=self._drainable(headers)
+            )
         elif not self.policy.origin_ok(headers.get("origin")):
-            await _refuse(403, "Invalid Origin header", scope, receive, send)
+            await _refuse(
+                403, "Invalid Origin header", scope, receive, send, drain_bytes=self._drainable(headers)
+            )
         elif _declared_size(headers) > self.max_body_bytes:
             await _refuse(413, "Request body too large", scope, receive, send)
         else:
             await self._capped(scope, receive, send)
+
+    def _drainable(self, headers: Headers) -> int:
+        # A body no larger than an accepted request's may be read and dropped; a larger declared
+        # one is not worth reading.
+        return self.max_body_bytes if _declared_size(headers) <= self.max_body_bytes else 0
 
     async def _capped(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Chunked bodies declare no size: count while reading, stop at the first byte over the cap.
@@ -265,12 +275,27 @@ def _declared_size(headers: Headers) -> int:
     return int(value) if value.isdigit() else 0
 
 
-async def _refuse(status: int, reason: str, scope: Scope, receive: Receive, send: Send) -> None:
-    # `Connection: close` makes the server hang up instead of reading (and discarding) the rest
-    # of a body it refused, which a client could make endless.
+async def _refuse(
+    status: int, reason: str, scope: Scope, receive: Receive, send: Send, *, drain_bytes: int = 0
+) -> None:
+    # A refused request's body is read (up to `drain_bytes`) before the answer: closing a socket
+    # with unread data makes the kernel send a reset instead of a clean close, and the client then
+    # loses the answer ("Connection reset by peer" while it still sends). Beyond the bound, or for
+    # a body refused for its size, `Connection: close` hangs up without reading the rest, which a
+    # client could make endless.
     log.warning("refused request", extra={"fields": {"status": status, "path": scope.get("path")}})
+    await _drain(receive, drain_bytes)
     response = PlainTextResponse(reason, status_code=status, headers={"Connection": "close"})
     await response(scope, receive, send)
+
+
+async def _drain(receive: Receive, limit: int) -> None:
+    read = 0
+    while read < limit:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
+        read += len(message.get("body", b""))
 
 
 def guarded_app(server: MCPServer, policy: HostPolicy, max_body_bytes: int) -> ASGIApp:
@@ -281,4 +306,4 @@ def guarded_app(server: MCPServer, policy: HostPolicy, max_body_bytes: int) -> A
         # would otherwise refuse the configured extra hosts on a 127.0.0.1 bind.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return HttpGuard(inner, policy, max_body_bytes)
+    return HttpGuard(UnavailableAsRetry(inner), policy, max_body_bytes)

@@ -42,10 +42,28 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, ensure_ascii=False, default=str)
 
 
+class QueryStringFilter(logging.Filter):
+    """Drops the query string from uvicorn's access lines.
+
+    Query strings carry what the log must not: search words (/ui/search?q=), entry filters, and the
+    one-time sign-in code (/ui/signin/once?code=), a credential until it is spent.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the path argument of an access record; every record passes."""
+        args = record.args
+        if record.name == "uvicorn.access" and isinstance(args, tuple) and len(args) >= 3:
+            path = str(args[2])
+            if "?" in path:
+                record.args = (*args[:2], path.split("?", 1)[0] + "?…", *args[3:])
+        return True
+
+
 def configure_logging(level: str = "INFO") -> None:
     """JSON logs on stderr (stdout belongs to the MCP protocol on stdio)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
+    handler.addFilter(QueryStringFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

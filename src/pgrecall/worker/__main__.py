@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pgrecall.worker.admission import Limits
 from pgrecall.worker.process import WorkerOptions, run
 
 if TYPE_CHECKING:
@@ -29,6 +30,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--prune-interval-s", type=float, default=1.0, help="seconds between holder checks")
     parser.add_argument("--query-cap", type=int, default=64, help="most query texts per micro-batch")
     parser.add_argument("--unit-chars", type=int, default=2000, help="short passages grouped up to this")
+    parser.add_argument(
+        "--read-timeout-s", type=float, default=10.0, help="idle wait for a frame, and time to send one whole"
+    )
+    parser.add_argument("--max-per-peer", type=int, default=16, help="connections one process may hold")
     return parser.parse_args(argv)
 
 
@@ -63,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         load_delay_s=float(os.environ.get(TEST_LOAD_DELAY_ENV, "0") or 0),
         query_cap=args.query_cap,
         unit_chars=args.unit_chars,
+        limits=Limits(read_timeout_s=args.read_timeout_s, max_per_peer=args.max_per_peer),
     )
     return run(options, settings, identity)
 

@@ -11,17 +11,18 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from pgrecall.worker import protocol
+from pgrecall.worker.admission import Admission, Limits, frame_reader, peer_pid
 from pgrecall.worker.detect_lane import DetectJob, DetectLane
 from pgrecall.worker.holders import Registry
 from pgrecall.worker.models import EmbedderHost
-from pgrecall.worker.protocol import Frame, ProtocolError, error_reply
+from pgrecall.worker.protocol import BusyError, Frame, ProtocolError, error_reply
 from pgrecall.worker.rundir import RunDirError, ensure_worker_dir, socket_path, verify_private_dir
 from pgrecall.worker.scheduler import Job, Scheduler
 
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_CONNECTIONS = 64
-# A connection that sends nothing for this long is dropped (clients open one per request).
-IDLE_CONNECTION_S = 120.0
 # How often a waiting request checks whether its caller hung up (then its work is dropped).
 _CANCEL_POLL_S = 0.2
 
@@ -48,6 +46,7 @@ class WorkerOptions:
     load_delay_s: float = 0.0
     query_cap: int = 64
     unit_chars: int = 2000
+    limits: Limits = field(default_factory=Limits)
 
 
 class WorkerServer:
@@ -70,7 +69,8 @@ class WorkerServer:
         self.detect = DetectLane()
         self.started = psutil.Process().create_time()
         self._stop = threading.Event()
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.admission = Admission(options.limits)
+        self._slots = threading.BoundedSemaphore(options.limits.max_connections)
         self._listener: socket.socket | None = None
         self._inode: int | None = None
 
@@ -149,7 +149,9 @@ class WorkerServer:
         """Give connection threads a moment to send their last replies (errors for failed work)."""
         deadline = time.monotonic() + timeout
         taken = 0
-        while taken < MAX_CONNECTIONS and self._slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        while taken < self.options.limits.max_connections and self._slots.acquire(
+            timeout=max(0.0, deadline - time.monotonic())
+        ):
             taken += 1
 
     def _request_stop(self) -> None:
@@ -176,10 +178,15 @@ class WorkerServer:
                 conn, _ = self._listener.accept()
             except OSError:
                 return  # listener closed
-            if not self._slots.acquire(blocking=False):
+            pid = peer_pid(conn)
+            if not self.admission.enter(pid):
                 self._refuse(conn)
                 continue
-            threading.Thread(target=self._connection, args=(conn,), name="conn", daemon=True).start()
+            if not self._slots.acquire(blocking=False):  # not reached: admission caps the total
+                self.admission.leave(pid)
+                self._refuse(conn)
+                continue
+            threading.Thread(target=self._connection, args=(conn, pid), name="conn", daemon=True).start()
 
     @staticmethod
     def _refuse(conn: socket.socket) -> None:
@@ -188,30 +195,50 @@ class WorkerServer:
             conn.sendall(protocol.encode_frame(error_reply("too many connections", kind="busy")))
         conn.close()
 
-    def _connection(self, conn: socket.socket) -> None:
+    def _connection(self, conn: socket.socket, pid: int) -> None:
+        limits = self.options.limits
+        read, next_frame = frame_reader(conn, limits.read_timeout_s)
+        reserved = [0]
+
+        def admit(size: int) -> None:
+            if not self.admission.reserve(pid, size):
+                raise BusyError(f"busy: a frame of {size} bytes is over this process's share; retry")
+            reserved[0] = size
+
         try:
-            conn.settimeout(IDLE_CONNECTION_S)
             while True:
                 try:
-                    frame = protocol.read_frame(conn.recv)
+                    # Requests carry no body: only replies do (vectors).
+                    frame = protocol.read_frame(read, max_body=0, admit=admit)
                 except ProtocolError as exc:
                     # The stream cannot be resynchronized after a bad frame: answer, then hang up.
-                    conn.sendall(protocol.encode_frame(error_reply(str(exc))))
+                    kind = "busy" if isinstance(exc, BusyError) else "bad_request"
+                    conn.settimeout(limits.read_timeout_s)
+                    conn.sendall(protocol.encode_frame(error_reply(str(exc), kind=kind)))
                     return
                 if frame is None:
                     return
-                reply = self._dispatch(frame, conn)
-                if reply is None:
-                    return  # the caller hung up while waiting
                 try:
-                    data = protocol.encode_frame(*reply)
-                except ProtocolError as exc:  # e.g. vectors of a huge dimension past the body cap
-                    data = protocol.encode_frame(error_reply(str(exc), kind="too_large"))
-                conn.sendall(data)
+                    reply = self._dispatch(frame, conn)
+                    if reply is None:
+                        return  # the caller hung up while waiting
+                    try:
+                        data = protocol.encode_frame(*reply)
+                    except ProtocolError as exc:  # e.g. vectors of a huge dimension past the body cap
+                        data = protocol.encode_frame(error_reply(str(exc), kind="too_large"))
+                    del frame
+                    conn.settimeout(limits.read_timeout_s)
+                    conn.sendall(data)
+                finally:
+                    self.admission.release(pid, reserved[0])
+                    reserved[0] = 0
+                next_frame()
         except OSError as exc:
             log.debug("connection ended: %s", exc)
         finally:
+            self.admission.release(pid, reserved[0])
             conn.close()
+            self.admission.leave(pid)
             self._slots.release()
 
     # -- requests -------------------------------------------------------------------------------

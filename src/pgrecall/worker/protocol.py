@@ -40,6 +40,10 @@ class ProtocolError(Exception):
     """The peer sent a frame that breaks the protocol; the connection cannot be trusted further."""
 
 
+class BusyError(ProtocolError):
+    """The worker is at a cap (connections or frame bytes) for this peer; retry later."""
+
+
 class PeerClosedError(ProtocolError):
     """The peer closed the connection in the middle of a frame."""
 
@@ -86,8 +90,13 @@ def read_frame(
     *,
     max_header: int = MAX_HEADER_BYTES,
     max_body: int = MAX_BODY_BYTES,
+    admit: Callable[[int], None] | None = None,
 ) -> Frame | None:
-    """Read one frame through `read` (socket.recv or a pipe's read); None on a clean end of stream."""
+    """Read one frame through `read` (socket.recv or a pipe's read); None on a clean end of stream.
+
+    `admit(size)` is called with the frame's announced size once it is within the caps and before
+    any of it is read: it may claim memory for it, or refuse by raising (BusyError).
+    """
     prefix = _read_exactly(read, _PREFIX.size, started=False)
     if prefix is None:
         return None
@@ -99,12 +108,16 @@ def read_frame(
         raise ProtocolError(f"header of {header_len} bytes exceeds {max_header}")
     if body_len > max_body:
         raise ProtocolError(f"body of {body_len} bytes exceeds {max_body}")
+    if admit is not None:
+        admit(header_len + body_len)
     raw = _read_exactly(read, header_len, started=True) or b""
     body = (_read_exactly(read, body_len, started=True) or b"") if body_len else b""
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError(f"header is not UTF-8 JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ProtocolError("header is nested too deeply") from exc
     if not isinstance(header, dict):
         raise ProtocolError("header must be a JSON object")
     return Frame(header, body)

@@ -38,7 +38,7 @@ from pgrecall.domain.validation import (
 )
 from pgrecall.errors import InvalidInputError, PgrecallError
 from pgrecall.services.transfer.fields import opt_id, opt_str, timestamp, vector, version
-from pgrecall.services.transfer.lines import LineError, read_jsonl
+from pgrecall.services.transfer.lines import LineError, max_line_bytes, read_jsonl
 from pgrecall.services.transfer.links import LinkCounts, LinkLine, apply_links, is_link_line, parse_link
 from pgrecall.store.transfer import ConflictPolicy, MergeCounts, StagedRow, TransferStore
 
@@ -364,6 +364,5 @@ def import_jsonl(
     on_line: Callable[[], object] | None = None,
 ) -> ImportReport:
     """Import a JSON-lines file (the `pgrecall export` format); `on_line` is called per line read."""
-    return run_import(
-        conn, read_jsonl(path, on_line), validator, options, statement_timeout_ms=statement_timeout_ms
-    )
+    lines = read_jsonl(path, on_line, line_limit=max_line_bytes(validator.max_text_chars))
+    return run_import(conn, lines, validator, options, statement_timeout_ms=statement_timeout_ms)

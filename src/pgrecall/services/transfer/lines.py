@@ -12,7 +12,9 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
+
+from pgrecall.domain.validation import MAX_METADATA_BYTES, MAX_TITLE_CHARS
 
 FileFormat = Literal["jsonl", "memory-json"]
 # Enough to get past a broken first line of a real file; the look stays cheap on any file.
@@ -20,6 +22,7 @@ SNIFF_LINES = 5
 # A line longer than this is not read whole by the look (a one-line JSON array of a whole export).
 SNIFF_LINE_BYTES = 1 << 20
 MEMORY_TYPES = ("entity", "relation")
+_SKIP_BLOCK = 1 << 20
 # A \uD800-\uDFFF escape: JSON allows it alone, Python parses it into a lone surrogate, and UTF-8
 # (the content hash, PostgreSQL) cannot hold one. Only lines holding such an escape get the full check.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -37,16 +40,48 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def read_jsonl(path: Path, on_line: Callable[[], object] | None = None) -> Iterator[tuple[int, Any]]:
+def max_line_bytes(max_text_chars: int) -> int:
+    """The longest line an entry within the limits can need; longer lines are skipped unread.
+
+    Its text and title at 12 bytes a character (an astral character written as an escaped
+    surrogate pair, the worst JSON spelling), its metadata at its worst escaping (×6), and 1 MiB
+    for the rest (tags, source, ids, dates, field names): 2.6 MB for 100 000 characters.
+    """
+    return 12 * (max_text_chars + MAX_TITLE_CHARS) + 6 * MAX_METADATA_BYTES + (1 << 20)
+
+
+def _lines(fh: BinaryIO, limit: int | None) -> Iterator[bytes | None]:
+    # Each line as bytes, or None for a line over `limit` bytes: that one is skipped in blocks,
+    # so memory stays bounded by the limit however long the line is.
+    if limit is None:
+        yield from fh
+        return
+    while raw := fh.readline(limit + 1):
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield raw
+            continue
+        while (block := fh.readline(_SKIP_BLOCK)) and not block.endswith(b"\n"):
+            pass
+        yield None
+
+
+def read_jsonl(
+    path: Path, on_line: Callable[[], object] | None = None, *, line_limit: int | None = None
+) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) per non-blank line; a LineError in place of an unparsable one.
 
+    A line over `line_limit` bytes is a LineError without being read whole (see max_line_bytes);
+    None (the evaluation's own data sets, not user files) reads lines of any length.
     `on_line` is called once per line read, blank ones included, so that it counts what
     `count_lines` counted.
     """
     with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
+        for number, raw in enumerate(_lines(fh, line_limit), start=1):
             if on_line is not None:
                 on_line()
+            if raw is None:
+                yield number, LineError(number, f"longer than {line_limit} bytes; skipped unread")
+                continue
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

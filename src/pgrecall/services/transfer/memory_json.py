@@ -40,7 +40,7 @@ import psycopg
 from pgrecall.domain.links import DEFAULT_RELATION, check_relation
 from pgrecall.errors import InvalidInputError
 from pgrecall.services.transfer.importer import ImportOptions, ImportReport, RecordValidator, run_import
-from pgrecall.services.transfer.lines import LineError, read_jsonl
+from pgrecall.services.transfer.lines import LineError, max_line_bytes, read_jsonl
 
 # Fixed forever: changing it would give every imported entity a new id.
 MEMORY_NAMESPACE = uuid.UUID("6f0c7a52-4f3e-5b8e-9a51-2d6c3e1b7f40")
@@ -180,7 +180,9 @@ def _attach(entities: dict[str, _Entity], relations: list[dict[str, str]]) -> Re
     )
 
 
-def read_memory_json(path: Path, on_line: Callable[[], object] | None = None) -> MemoryGraph:
+def read_memory_json(
+    path: Path, on_line: Callable[[], object] | None = None, *, line_limit: int
+) -> MemoryGraph:
     """Parse a memory-server file into import lines (one per entity, at the entity's first line).
 
     A relation whose ends are not both entities of the file is no error (the memory server
@@ -189,7 +191,7 @@ def read_memory_json(path: Path, on_line: Callable[[], object] | None = None) ->
     entities: dict[str, _Entity] = {}
     relations: list[tuple[int, dict[str, str]]] = []
     errors: list[tuple[int, Any]] = []
-    for line, obj in read_jsonl(path, on_line):
+    for line, obj in read_jsonl(path, on_line, line_limit=line_limit):
         if isinstance(obj, LineError):
             errors.append((line, obj))
             continue
@@ -229,7 +231,7 @@ def import_memory_json(
     on_item: Callable[[], object] | None = None,
 ) -> tuple[ImportReport, MemoryGraph]:
     """Import a memory-server file into `validator`'s default owner (see the module docstring)."""
-    graph = read_memory_json(path)
+    graph = read_memory_json(path, line_limit=max_line_bytes(validator.max_text_chars))
     if on_total is not None:
         on_total(len(graph.items))
 

@@ -1,0 +1,147 @@
+"""Issue 39 point 9: one process of the user cannot starve the worker for the others.
+
+A real worker process is flooded over its unix socket by this test process (partial frames,
+oversized or deeply nested headers, every connection it can open); a query from another process
+must still be answered. Waits are bounded "does not hang" limits, never performance thresholds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgrecall.worker import protocol
+from pgrecall.worker.rundir import socket_path
+from pgrecall.worker.transport import call
+
+pytestmark = pytest.mark.slow
+
+PER_PEER = 4
+READ_TIMEOUT_S = 2.0
+_QUERY = """
+import json, sys
+from pathlib import Path
+from pgrecall.worker.transport import call
+reply = call(Path(sys.argv[1]), {"op": "queries", "texts": ["where is the backup window"]}, timeout=300)
+print(json.dumps(reply.header))
+"""
+
+
+@pytest.fixture
+def worker(home: Path) -> Iterator[Path]:
+    """A worker of `home` with a small per-process cap and read timeout; yields its socket path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")} | {
+        "PGRECALL_HOME": str(home)
+    }
+    args = ["--home", str(home), "--grace-s", "600", "--read-timeout-s", str(READ_TIMEOUT_S)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgrecall.worker", *args, "--max-per-peer", str(PER_PEER)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):  # bounded wait for the socket to answer
+            path = socket_path(home, create=False)
+            if path is not None:
+                with contextlib.suppress(Exception):
+                    if call(path, {"op": "status"}, timeout=5).header.get("ok"):
+                        break
+            assert proc.poll() is None, "the worker exited"
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the worker did not answer")
+        yield path
+    finally:
+        with contextlib.suppress(Exception):
+            call(path, {"op": "shutdown"}, timeout=5)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _query_from_another_process(path: Path) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _QUERY, str(path)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    header: dict[str, object] = json.loads(done.stdout)
+    return header
+
+
+def _connect(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(60)  # bounded: every wait below ends by a reply or a close long before
+    sock.connect(str(path))
+    return sock
+
+
+def _reply_or_close(sock: socket.socket) -> protocol.Frame | None:
+    try:
+        return protocol.read_frame(sock.recv)
+    except (protocol.ProtocolError, ConnectionResetError):
+        return None
+
+
+def test_a_flood_of_partial_frames_leaves_room_for_another_process(worker: Path) -> None:
+    flood = [_connect(worker) for _ in range(64)]
+    try:
+        for sock in flood:
+            # A frame begun, never finished; a connection refused already may be closed.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                sock.sendall(protocol.MAGIC)
+        # Beyond its share the flooding process is told at once that the worker is busy.
+        busy = 0
+        for sock in flood[PER_PEER:]:
+            reply = _reply_or_close(sock)
+            assert reply is not None and reply.header["kind"] == "busy", reply
+            busy += 1
+        assert busy == 64 - PER_PEER
+        # Another process is served while the flood's connections are still open.
+        answer = _query_from_another_process(worker)
+        assert answer["ok"] is True and answer["n"] == 1, answer
+        # The partial frames are dropped after the read timeout: nothing is held for good.
+        for sock in flood[:PER_PEER]:
+            assert _reply_or_close(sock) is None
+    finally:
+        for sock in flood:
+            sock.close()
+
+
+def test_hostile_frames_get_a_reply_before_anything_is_allocated(worker: Path) -> None:
+    with _connect(worker) as sock:  # requests carry no body: a body length is refused unread
+        sock.sendall(struct.pack(">4sII", protocol.MAGIC, 2, 1))
+        reply = _reply_or_close(sock)
+        assert reply is not None and "body of 1 bytes" in reply.header["error"], reply
+    deep = b"[" * 200_000 + b"]" * 200_000
+    with _connect(worker) as sock:  # nesting a JSON parser cannot follow: a reply, not a dead thread
+        sock.sendall(struct.pack(">4sII", protocol.MAGIC, len(deep), 0) + deep)
+        reply = _reply_or_close(sock)
+        assert reply is not None and "nested too deeply" in reply.header["error"], reply
+    # Two largest headers at once from one process: one of them is refused before it is read
+    # (whichever the worker reads second), the other dropped when its frame does not come in time.
+    pair = [_connect(worker), _connect(worker)]
+    try:
+        announce = struct.pack(">4sII", protocol.MAGIC, protocol.MAX_HEADER_BYTES, 0)
+        for sock in pair:
+            sock.sendall(announce + b"{")
+        replies = [_reply_or_close(sock) for sock in pair]
+        kinds = sorted(str(r.header.get("kind")) if r is not None else "closed" for r in replies)
+        assert kinds == ["busy", "closed"], replies
+        answer = _query_from_another_process(worker)
+        assert answer["ok"] is True, answer
+    finally:
+        for sock in pair:
+            sock.close()
