@@ -175,11 +175,9 @@ class CitationOut(BaseModel):
         "label, the relation, and its direction (out: the cited entry links to this one; in: this one "
         "links to it).",
     )
-    document: dict[str, str | None] | None = Field(
-        default=None, description="For a document's chunk: its document's id, title, source and version."
+    document: DocumentPlaceOut | None = Field(
+        default=None, description="For a document's chunk: its document, section and place; null for a note."
     )
-    section_path: list[str] | None = Field(default=None, description="The chunk's section path.")
-    ordinal: int | None = Field(default=None, description="The chunk's place in its document.")
     neighbour: bool = Field(default=False, description="expand_neighbours: next to a cited chunk.")
     weight: float = Field(
         default=0.0, description="The fused score it ranked by (0: a pin not found, a link, a neighbour)."

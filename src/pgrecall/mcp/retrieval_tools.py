@@ -3,6 +3,7 @@
 # No `from __future__ import annotations`: the SDK evaluates tool signatures.
 
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -297,7 +298,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 reason=built.reason,
                 request_id=call.request_id,
                 context=built.context,
-                citations=[CitationOut(**c.__dict__) for c in built.citations],
+                citations=[CitationOut(**asdict(c)) for c in built.citations],
                 by_section=built.by_section,
                 total_tokens=built.total_tokens,
                 dropped=[DroppedOut(**d.__dict__) for d in built.dropped],

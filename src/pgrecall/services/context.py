@@ -13,7 +13,8 @@ from pgrecall.domain.ranking import Candidate, estimate_tokens, pack
 from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
 from pgrecall.domain.text import snippet
 from pgrecall.domain.validation import MAX_QUERY_CHARS, check_budget, check_sections
-from pgrecall.services.retrieval import Ranked, RetrievalRequest, RetrievalService
+from pgrecall.services.retrieval import Ranked, RetrievalRequest, RetrievalService, Retrieved
+from pgrecall.services.search import DocumentPlace
 from pgrecall.store.documents import DocumentStore
 from pgrecall.store.entries import EntryStore
 from pgrecall.store.links import LinkStore
@@ -39,9 +40,7 @@ class Citation:
     # expand_related: the cited entry this one is linked to (its label), how, and which way.
     linked: dict[str, str] | None = None
     # A document's chunk: its document (id, title, source, version), section path and place.
-    document: dict[str, str | None] | None = None
-    section_path: list[str] | None = None
-    ordinal: int | None = None
+    document: DocumentPlace | None = None
     # expand_neighbours: added as the neighbour of a cited chunk, not found by the search.
     neighbour: bool = False
     # The fused score the ranking gave it (0 for a pin the search did not find, a link, a neighbour).
@@ -157,26 +156,26 @@ def _with_neighbours(
     return out
 
 
-def _document_ref(document: Document | None) -> dict[str, str | None] | None:
-    if document is None:
+def _place(document: Document | None, entry: Entry) -> DocumentPlace | None:
+    """Where a cited chunk sits, as search hits say it; None for a note."""
+    if document is None or entry.ordinal is None:
         return None
-    return {
-        "id": str(document.id),
-        "title": document.title,
-        "source": document.source,
-        "version": document.version_label,
-    }
+    return DocumentPlace(
+        id=str(document.id),
+        title=document.title,
+        source=document.source,
+        version=document.version_label,
+        section_path=list(entry.section_path or []),
+        ordinal=entry.ordinal,
+    )
 
 
 def _version_warnings(citations: Sequence[Citation]) -> list[str]:
     """One line per source cited in more than one version."""
     versions: dict[str, dict[str, str]] = {}
     for c in citations:
-        if c.document is not None and c.document.get("source"):
-            source = c.document["source"] or ""
-            versions.setdefault(source, {})[c.document.get("version") or "(no version)"] = (
-                c.document["id"] or ""
-            )
+        if c.document is not None and c.document.source:
+            versions.setdefault(c.document.source, {})[c.document.version or "(no version)"] = c.document.id
     return [
         f"{source}: {len(found)} versions answer ("
         + ", ".join(f"{v} = document {d}" for v, d in sorted(found.items()))
@@ -263,6 +262,101 @@ def _section_query(section: str, query: str | None) -> str:
     return text
 
 
+def _citation(label: str, ranked: Ranked, section: str | None, document: Document | None) -> Citation:
+    """The citation of one block: the entry, where it sits, and the score it ranked by."""
+    entry, hit = ranked.entry, ranked.hit
+    return Citation(
+        label=label,
+        id=str(entry.id),
+        content_hash=entry.content_hash,
+        source=entry.source,
+        title=entry.title,
+        snippet=hit.snippet if hit is not None else snippet(entry.body),
+        section=section,
+        pinned=ranked.pinned,
+        document=_place(document, entry),
+        neighbour=hit is None and not ranked.pinned,
+        weight=ranked.score,
+        tags=list(entry.tags),
+        kind=entry.kind,
+        metadata=entry.metadata,
+    )
+
+
+def _fit_budget(
+    blocks: list[str],
+    citations: list[Citation],
+    by_section: dict[str, list[str]],
+    dropped: list[Dropped],
+    token_budget: int,
+) -> str:
+    """The context text within the budget, taking whole blocks off the end while it is over.
+
+    Section headers and separators are counted per section, so the whole may still round a token
+    over: the budget is a promise.
+    """
+    context = SEPARATOR.join(blocks)
+    while context and estimate_tokens(context) > token_budget and citations:
+        last = citations.pop()
+        block = next(b for b in reversed(blocks) if b.startswith(f"[{last.label}] "))
+        blocks.remove(block)
+        if last.section is not None:
+            by_section[last.section].remove(last.label)
+            if not by_section[last.section]:
+                blocks.remove(f"## {last.section}")
+        dropped.append(
+            Dropped(
+                last.id,
+                last.content_hash,
+                last.title,
+                estimate_tokens(block),
+                "budget exhausted",
+                last.section,
+            )
+        )
+        context = SEPARATOR.join(blocks)
+    return context
+
+
+def _status(citations: Sequence[Citation], statuses: Sequence[Status], warnings: Sequence[str]) -> Status:
+    if statuses and all(s == "out_of_scope" for s in statuses):
+        # The selection's topic is not in the store: pins (asked for by hash) may still be cited.
+        return "out_of_scope"
+    if citations:
+        return "warning" if warnings else "ok"
+    return "empty_store" if all(s == "empty_store" for s in statuses) else "no_matches"
+
+
+@dataclass
+class _Searches:
+    """What the searches of one build_context call said, over all its sections."""
+
+    token_budget: int
+    missing: list[str] = field(default_factory=list)
+    degraded: bool = False
+    statuses: list[Status] = field(default_factory=list)
+    below: int = 0
+    why: str | None = None
+    total_candidates: int = 0
+    used: str = "query"
+    degraded_reason: str | None = None
+    applied: dict[str, Any] = field(default_factory=dict)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, result: Retrieved, section: str | None, *, first: bool) -> None:
+        """Count one section's search (pins are asked for by the first only)."""
+        if first:
+            self.missing = result.missing_pins
+        self.degraded = self.degraded or result.degraded
+        self.below += result.below_relevance
+        self.statuses.append(result.status)
+        self.why = self.why or result.scope_reason
+        self.total_candidates += result.total_candidates
+        self.used, self.degraded_reason = result.used, self.degraded_reason or result.degraded_reason
+        self.applied = self.applied or {**result.applied, "token_budget": self.token_budget}
+        self.trace += [{**stage, "section": section} if section else stage for stage in result.trace]
+
+
 def build_context(
     retrieval: RetrievalService,
     owner: str,
@@ -301,30 +395,14 @@ def build_context(
     citations: list[Citation] = []
     dropped: list[Dropped] = []
     by_section: dict[str, list[str]] = {}
-    missing: list[str] = []
-    degraded, statuses = False, list[Status]()
-    below = 0
-    why: str | None = None
-    total_candidates = 0
-    used, degraded_reason = "query", None
-    applied: dict[str, Any] = {}
-    trace: list[dict[str, Any]] = []
+    searches = _Searches(token_budget)
     used_ids: set[str] = set()
     for index, (section, text) in enumerate(groups):
         result = retrieval.retrieve(
             owner,
             replace(request, query=text, pinned_hashes=request.pinned_hashes if index == 0 else None),
         )
-        if index == 0:
-            missing = result.missing_pins
-        degraded = degraded or result.degraded
-        below += result.below_relevance
-        statuses.append(result.status)
-        why = why or result.scope_reason
-        total_candidates += result.total_candidates
-        used, degraded_reason = result.used, degraded_reason or result.degraded_reason
-        applied = applied or {**result.applied, "token_budget": token_budget}
-        trace += [{**stage, "section": section} if section else stage for stage in result.trace]
+        searches.add(result, section, first=index == 0)
         fresh = [r for r in result.items if str(r.entry.id) not in used_ids]
         header = f"## {section}" if section is not None else None
         budget = share - (estimate_tokens(header) + 1 if header else 0)
@@ -358,28 +436,9 @@ def build_context(
             used_ids.add(str(entry.id))
             blocks.append(render_block(label, ranked, continued=_continues(previous, ranked)))
             previous = ranked
-            hit = ranked.hit
-            citations.append(
-                Citation(
-                    label=label,
-                    id=str(entry.id),
-                    content_hash=entry.content_hash,
-                    source=entry.source,
-                    title=entry.title,
-                    snippet=hit.snippet if hit is not None else snippet(entry.body),
-                    section=section,
-                    pinned=ranked.pinned,
-                    document=_document_ref(places.get(entry.document_id)) if entry.document_id else None,
-                    section_path=list(entry.section_path or []) if entry.document_id else None,
-                    ordinal=entry.ordinal,
-                    neighbour=hit is None and not ranked.pinned,
-                    weight=ranked.score,
-                    tags=list(entry.tags),
-                    kind=entry.kind,
-                    metadata=entry.metadata,
-                )
-            )
-        trace.append(
+            document = places.get(entry.document_id) if entry.document_id else None
+            citations.append(_citation(label, ranked, section, document))
+        searches.trace.append(
             {"stage": "pack", "candidates": len(packed.included), "dropped": len(packed.dropped)}
             | ({"section": section} if section else {})
         )
@@ -395,53 +454,25 @@ def build_context(
         dropped += _expand_related(
             links, retrieval.store, owner, request, citations, blocks, used_ids, token_budget
         )
-    context = SEPARATOR.join(blocks)
-    # Section headers and separators are counted per section; the whole may still round a
-    # token over. The budget is a promise: take whole blocks off the end until it holds.
-    while context and estimate_tokens(context) > token_budget and citations:
-        last = citations.pop()
-        block = next(b for b in reversed(blocks) if b.startswith(f"[{last.label}] "))
-        blocks.remove(block)
-        if last.section is not None:
-            by_section[last.section].remove(last.label)
-            if not by_section[last.section]:
-                blocks.remove(f"## {last.section}")
-        dropped.append(
-            Dropped(
-                last.id,
-                last.content_hash,
-                last.title,
-                estimate_tokens(block),
-                "budget exhausted",
-                last.section,
-            )
-        )
-        context = SEPARATOR.join(blocks)
+    context = _fit_budget(blocks, citations, by_section, dropped, token_budget)
     warnings = _version_warnings(citations)
-    status: Status = (
-        ("warning" if warnings else "ok")
-        if citations
-        else ("empty_store" if all(s == "empty_store" for s in statuses) else "no_matches")
-    )
-    if statuses and all(s == "out_of_scope" for s in statuses):
-        # The selection's topic is not in the store: pins (asked for by hash) may still be cited.
-        status = "out_of_scope"
+    status = _status(citations, searches.statuses, warnings)
     return BuiltContext(
         context=context,
         citations=citations,
         by_section=by_section if names is not None else None,
         total_tokens=estimate_tokens(context) if context else 0,
         dropped=dropped,
-        missing_pins=missing,
-        degraded=degraded,
+        missing_pins=searches.missing,
+        degraded=searches.degraded,
         status=status,
-        below_relevance=below,
+        below_relevance=searches.below,
         warnings=warnings or None,
-        reason=why if not citations or status == "out_of_scope" else None,
-        total_candidates=total_candidates,
-        used=used,
-        degraded_reason=degraded_reason,
+        reason=searches.why if not citations or status == "out_of_scope" else None,
+        total_candidates=searches.total_candidates,
+        used=searches.used,
+        degraded_reason=searches.degraded_reason,
         sources=list(dict.fromkeys(c.source for c in citations if c.source)),
-        applied=applied,
-        trace=trace,
+        applied=searches.applied,
+        trace=searches.trace,
     )
