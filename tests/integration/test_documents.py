@@ -179,9 +179,9 @@ def test_context_keeps_document_order_and_labels_chunks(app: App) -> None:
     chunks = [c for c in built.citations if c.document is not None]
     assert len(chunks) >= 2
     assert all(c.document and c.document.id == str(done.document.id) for c in chunks)
-    ordinals = [c.ordinal for c in chunks]
+    ordinals = [c.document.ordinal for c in chunks if c.document]
     assert ordinals == sorted(ordinals)  # document order, whatever the ranking was
-    assert all(c.section_path for c in chunks)
+    assert all(c.document and c.document.section_path for c in chunks)
     first = next(c for c in chunks)
     assert f"· chunk {first.content_hash[:15]}" in built.context
     assert built.status == "ok" and built.warnings is None
