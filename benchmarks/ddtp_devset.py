@@ -27,7 +27,7 @@ from pgrecall.evaluation.detection_devset import LONG, MIN_LETTERS, SHORT, DevTe
 from pgrecall.evaluation.detection_devset import word_count as words_in
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "collections"))
-from debian_descriptions import read_translation  # noqa: E402
+from debian_descriptions import read_translation
 
 LANGUAGES = ("de", "en", "es", "fr")
 HALVES = ("tune", "report")

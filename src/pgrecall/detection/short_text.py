@@ -58,6 +58,7 @@ LONG_LOOKALIKE_WEIGHT = 0.1
 # Trigrams alone ranked German 8th for "Die Häuser am See sind im Winter kalt und still."
 STOPWORD_CANDIDATES = 2
 STOPWORD_MIN_HITS = 2
+STEMMABLE_CANDIDATES = 0
 _WORD = re.compile(r"\w+")
 
 _MODELS: LinguaModels | None = None
@@ -138,6 +139,19 @@ class ShortTextDetector:
             return Detection(None, best)
         return self._report(iso, best)
 
+    def _stemmable_rivals(self, low: list[tuple[str, float]], words: int) -> list[str]:
+        """The stemmable languages among `codes` that trigrams rank best, for texts under SHORTCUT_MIN_WORDS."""
+        if words >= SHORTCUT_MIN_WORDS or STEMMABLE_CANDIDATES <= 0:
+            return []
+        out: list[str] = []
+        for code, _ in low:
+            code = SAME_STEMMER.get(code, code)
+            if code in STEMMABLE and code in self.codes and code not in out:
+                out.append(code)
+                if len(out) == STEMMABLE_CANDIDATES:
+                    break
+        return out
+
     def detect(self, text: str) -> Detection:
         """Best language of `text` among `codes`, or None when too short, unsure, or another language."""
         sample = self.thresholds.sample(text)
@@ -148,7 +162,8 @@ class ShortTextDetector:
         words = word_count(sample)
         lookalike = LONG_LOOKALIKE_WEIGHT if words >= SHORTCUT_MIN_WORDS else LOOKALIKE_WEIGHT
         if stage.latin:
-            ranked = _weighted(models.low_accuracy(sample)[: max(STAGE1_CANDIDATES, 8)], lookalike)
+            low = models.low_accuracy(sample)
+            ranked = _weighted(low[: max(STAGE1_CANDIDATES, 8)], lookalike)
             candidates = [code for code, _ in ranked[:STAGE1_CANDIDATES]]
             if not candidates:
                 return UNSURE
@@ -162,6 +177,7 @@ class ShortTextDetector:
                 top = ranked[:STAGE1_CANDIDATES]
                 total = sum(v for _, v in top)
                 return self._decide([(c, v / total) for c, v in top])
+            candidates += [c for c in self._stemmable_rivals(low, words) if c not in candidates]
         elif not stage.candidates:
             return self._report(stage.decided, stage.confidence)
         else:
