@@ -306,7 +306,8 @@ def operations(url: str, home: Path, root: Path) -> dict[str, Any]:
     ]
     note = "Die Kinder spielen im Winter im Schnee am gefrorenen See."
     simple = _pgrecall(url, home, "add", note, "--language", "simple", owner="erik")
-    redetect = _pgrecall(url, home, "redetect-language")
+    # The note's language was given explicitly, which redetect keeps unless told to judge it again.
+    redetect = _pgrecall(url, home, "redetect-language", "--include-explicit")
     out["redetect"] = redetect.stdout.strip().splitlines()[-1:] or redetect.stderr.strip().splitlines()[-1:]
     reembed = _pgrecall(url, home, "reembed")
     out["reembed"] = reembed.stdout.strip().splitlines()[-1:] or reembed.stderr.strip().splitlines()[-1:]

@@ -219,6 +219,19 @@ def test_a_real_cluster_answers_like_one_server() -> None:
             "PGRECALL_MODELS": "in-process",
         }
         assert run_pgrecall(env, "migrate", "upgrade").returncode == 0
+        # A role that may do none of the steps: refused with every node's gaps, nothing changed.
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE ROLE pgrecall_ops LOGIN")  # Citus creates it on the workers too
+            conn.execute("GRANT SELECT ON alembic_version TO pgrecall_ops")
+        ops = env | {"PGRECALL_DATABASE_URL": url.replace("postgres@", "pgrecall_ops@")}
+        refused = run_pgrecall(ops, "migrate", "citus")
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert "migrate citus changed nothing: connected as pgrecall_ops" in refused.stderr
+        assert "pgrecall_ops does not own the database" in refused.stderr
+        for worker in cluster.workers:
+            assert f"127.0.0.1:{worker.port}: ts_match_vq is not LEAKPROOF" in refused.stderr
+        with psycopg.connect(url) as conn:
+            assert conn.execute(citus_sql.SQL_DISTRIBUTED).fetchall() == []
         settings = Settings(database_url=url, home=tmp_path / "home", models="in-process")
         lexical = RetrievalRequest(query="boundary layer", options=SearchOptions(mode="lexical"))
         # A server running through the migration: its pooled sessions predate the database-level
