@@ -189,10 +189,8 @@ def test_function_words_bring_a_language_trigrams_missed(detector: ShortTextDete
     # lingua's trigram models alone rank German 8th here (Danish first): its stop words bring it in.
     assert stopword_languages(text) == ["de"]
     assert detector.detect(text).iso == "de"
-    # One function word makes its language a candidate (high accuracy still decides); a language far
-    # below the best one does not.
-    assert stopword_languages("Kubernetes pod restarts at noon") == ["da", "en"]  # 'at' is both
-    assert stopword_languages("Kubernetes pod restarts") == []
+    # One stray function word is no evidence; neither is a language far below the best one.
+    assert stopword_languages("Kubernetes pod restarts at noon") == []
     assert stopword_languages("Das ist nicht der Weg, und die Tür ist im Haus of the") == ["de"]
     assert stopword_languages("der die das und the of and") == ["de", "en"]
 
@@ -245,57 +243,3 @@ def test_serbian_cyrillic_without_its_own_letters_is_still_serbian(detector: Sho
     assert detector.detect(text).iso == "sr"
     # Russian shows letters Serbian does not write: Serbian is not a candidate for it.
     assert "sr" not in first_stage("Загружаю список изменений с сервера").candidates
-
-
-# Look-alike families, decided by what the stemming needs (docs/languages.md): Danish and Bokmål each
-# have a stemmer of their own and must not be mixed up; Nynorsk may be stemmed as Norwegian or left
-# unstemmed, never given Danish; Malay is stemmed as Indonesian; Serbian, Croatian and Bosnian in Latin
-# script (lingua's Serbian is Cyrillic only) are never given an unrelated stemmer ('full' says
-# Lithuanian for all three).
-LOOKALIKES = [
-    ("Vi må huske å bestille billettene før prisene går opp igjen neste uke.", {"nb"}),
-    ("Vi skal huske at bestille billetterne, før priserne stiger igen i næste uge.", {"da"}),
-    ("Vi må hugse å bestille billettane før prisane går opp att neste veke.", {None, "nb"}),
-    (
-        "Kerajaan negeri akan membina lebih banyak rumah mampu milik untuk golongan berpendapatan rendah.",
-        {"id"},
-    ),
-    ("Pemerintah daerah akan membangun lebih banyak rumah murah bagi warga berpenghasilan rendah.", {"id"}),
-    (
-        "Vlada je danas usvojila novi zakon o zaštiti životne sredine i najavila nove investicije.",
-        {None, "sr"},
-    ),
-    (
-        "Vlada je danas usvojila novi zakon o zaštiti okoliša i najavila nova ulaganja u tvornice.",
-        {None, "sr"},
-    ),
-    (
-        "Vijeće ministara je danas usvojilo novi zakon o zaštiti okoliša i najavilo nova ulaganja.",
-        {None, "sr"},
-    ),
-]
-
-
-@pytest.mark.parametrize(("text", "allowed"), LOOKALIKES)
-def test_lookalike_families_get_the_stemmer_they_need(
-    detector: ShortTextDetector, text: str, allowed: set[str | None]
-) -> None:
-    assert detector.detect(text).iso in allowed
-
-
-# Short Debian synopses (DDTP report half, benchmarks/ddtp_devset.py) that the detector used to leave
-# unstemmed or give a look-alike's stemmer: one function word now brings their language in.
-SYNOPSES = [
-    ("C++-Wrapperbibliothek für GPGME", "de"),
-    ("Stilvorlagen für Erlang/OTP", "de"),
-    ("Perl module offering a Command-Line User Interface", "en"),
-    ("XML pull parser library for java", "en"),
-    ("capacidades de POSIX 1003.1e (biblioteca)", "es"),
-    ("Demonio de mDNS/DNS-SD de Avahi", "es"),
-    ("bibliothèque libip6tc de Netfilter", "fr"),
-]
-
-
-@pytest.mark.parametrize(("text", "lang"), SYNOPSES)
-def test_short_synopses_get_their_language(detector: ShortTextDetector, text: str, lang: str) -> None:
-    assert detector.detect(text).iso == lang

@@ -255,34 +255,6 @@ QUOTES = [
         "accuracy.baseline.short.stemmable.wrong",
         "/ {:.1%} % |",
     ),
-    (
-        "languages.md",
-        "| `compact`, DDTP |",
-        "detection.json",
-        "ddtp.accuracy.new.short.all.right",
-        "| {:.1%} /",
-    ),
-    (
-        "languages.md",
-        "| `full`, DDTP |",
-        "detection.json",
-        "ddtp.accuracy.baseline.short.all.right",
-        "| {:.1%} /",
-    ),
-    (
-        "languages.md",
-        "| `compact`, DDTP |",
-        "detection.json",
-        "ddtp.accuracy.new.overall.all.wrong",
-        "/ {:.1%} % |",
-    ),
-    (
-        "languages.md",
-        "| `full`, DDTP |",
-        "detection.json",
-        "ddtp.accuracy.baseline.overall.all.wrong",
-        "/ {:.1%} % |",
-    ),
 ]
 
 

@@ -46,10 +46,7 @@ SAME_STEMMER = {"ms": "id"}
 STAGE1_CANDIDATES = 3
 OVERWHELMING = 0.995
 SHORTCUT_MIN_WORDS = 13
-LOOKALIKE_WEIGHT = 0.3
-# Fewer candidates than `full` weighs concentrate the confidence on them: the runner-up counts this much
-# more before the min_ratio margin, so a short text `full` would find unsure is not given a language.
-RUNNER_UP_WEIGHT = 1.1
+LOOKALIKE_WEIGHT = 0.5
 # From SHORTCUT_MIN_WORDS words on, high accuracy separates real languages well, and what is left
 # between a stemmable language and its unstemmable look-alike (id/ms, nb/nn) is mostly a close call
 # that the stemmable one's stemmer serves: its look-alikes count less. On both tune folds 0.1 beat
@@ -59,14 +56,8 @@ LONG_LOOKALIKE_WEIGHT = 0.1
 # Function words: the languages whose PostgreSQL stop words the text holds most (at least
 # STOPWORD_MIN_HITS, and half the best one's) join the trigram candidates, at most STOPWORD_CANDIDATES.
 # Trigrams alone ranked German 8th for "Die Häuser am See sind im Winter kalt und still."
-# One function word is enough to make its language a candidate (never the answer by itself): Debian's
-# synopses ("Dokumentation zu yacas", "Audio-Dateien für GNOME") hold one, and trigrams missed their
-# language. On the DDTP tune half (benchmarks/ddtp_devset.py; with LOOKALIKE_WEIGHT 0.3 and
-# RUNNER_UP_WEIGHT 1.1, where 0.5 and 1.0 were) short texts went from 88.8 % right to 91.5 % (`full`:
-# 91.4 %) and wrong over both buckets from 2.5 % to 1.8 % (`full`: 1.8 %); gettext's tune half stayed
-# 3.7 points above `full` on short stemmable texts.
 STOPWORD_CANDIDATES = 2
-STOPWORD_MIN_HITS = 1
+STOPWORD_MIN_HITS = 2
 _WORD = re.compile(r"\w+")
 
 _MODELS: LinguaModels | None = None
@@ -143,7 +134,7 @@ class ShortTextDetector:
             return UNSURE
         iso, best = ranked[0]
         runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
-        if not self.thresholds.trusted(best, RUNNER_UP_WEIGHT * runner_up):
+        if not self.thresholds.trusted(best, runner_up):
             return Detection(None, best)
         return self._report(iso, best)
 
