@@ -39,3 +39,9 @@ def fresh_database(server: EmbeddedServer, name: str) -> str:
     url = server.url(name)
     schema.upgrade(url, "head")
     return url
+
+
+def drop_database(server: EmbeddedServer, name: str) -> None:
+    """Drop database `name` on `server`, closing any session still on it."""
+    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))

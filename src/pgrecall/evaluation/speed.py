@@ -38,7 +38,7 @@ from pgrecall.domain.language import ISO_TO_CONFIG
 from pgrecall.domain.text import content_hash
 from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import quality_at_scale
-from pgrecall.evaluation.private_server import fresh_database, private_server
+from pgrecall.evaluation.private_server import drop_database, fresh_database, private_server
 from pgrecall.evaluation.speed_inputs import BASE_VECTORS, BASE_WORDS, bench_inputs, parent_count
 from pgrecall.evaluation.speed_sql import SQL_ANCHOR, SQL_EXACT
 from pgrecall.store import search as store
@@ -377,8 +377,12 @@ def run_pins_benchmark(
                 measure_pins(conn, runs=50, seed=seed + 1)  # warm: dictionaries, plans, buffers
                 result["sizes"][str(n)] = {"pinned_retrieval": measure_pins(conn, seed=seed)}
             progress(f"{n}: {result['sizes'][str(n)]} ({time.perf_counter() - started:.0f} s)")
-            with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+            drop_database(server, name)
+    return finished(result, started, json_out)
+
+
+def finished(result: dict[str, Any], started: float, json_out: str | Path | None) -> dict[str, Any]:
+    """`result` with its total time, written to `json_out` when one is given."""
     result["total_seconds"] = round(time.perf_counter() - started, 1)
     if json_out is not None:
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)
@@ -469,10 +473,5 @@ def run_search_benchmark(
             quality = size["lexical_quality_at_scale"]
             progress(f"{n}: quality {quality} ({time.perf_counter() - started:.0f} s)")
             result["sizes"][str(n)] = size
-            with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
-    result["total_seconds"] = round(time.perf_counter() - started, 1)
-    if json_out is not None:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(json.dumps(result, indent=2, default=str) + "\n")
-    return result
+            drop_database(server, name)
+    return finished(result, started, json_out)
