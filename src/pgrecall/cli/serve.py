@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from pgrecall.app import App
+    from pgrecall.config import Settings
+    from pgrecall.mcp.http_guard import HostPolicy
     from pgrecall.mcp.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -95,32 +97,21 @@ def serve(
     ] = False,
 ) -> None:
     """Run the MCP server. On stdio nothing but protocol is written to stdout."""
-    import anyio
-
-    from pgrecall.mcp.auth import is_loopback
-    from pgrecall.mcp.http_guard import HostPolicy, guarded_app, max_request_bytes
-    from pgrecall.mcp.http_limits import uvicorn_options
     from pgrecall.mcp.observability import configure_logging
     from pgrecall.mcp.runtime import Runtime
     from pgrecall.mcp.server import create_server
 
     configure_logging(log_level)
     current = settings()
-    policy = None
-    if transport is Transport.http:
-        try:
-            policy = HostPolicy.for_bind(
-                host,
-                [current.http_allowed_hosts, *(allowed_host or [])],
-                [current.http_allowed_origins, *(allowed_origin or [])],
-                port,
-            )
-        except ValueError as exc:
-            fail(f"PGRECALL_HTTP_ALLOWED_HOSTS/ORIGINS or --allowed-host/--allowed-origin: {exc}", 2)
+    policy = (
+        _host_policy(current, host, port, allowed_host, allowed_origin)
+        if transport is Transport.http
+        else None
+    )
     # Listening before anything prints (the sign-in link, "serving"): a client or a click that comes
     # before uvicorn has started waits in the backlog instead of being refused, and a port in use
     # fails here, before the database opens.
-    sock = _listen(host, port) if transport is Transport.http else None
+    sock = _listen(host, port) if policy is not None else None
     signal.signal(signal.SIGTERM, _terminate_gracefully)
 
     def make_app() -> App:
@@ -137,21 +128,14 @@ def serve(
 
     try:
         auth_base_url = None
-        if transport is Transport.stdio:
+        if policy is None:
             # Answer the protocol at once; the database opens beside it (tools wait for it).
             runtime.after_open = started
         else:
             _open_or_fail(runtime)
             started()
-            if current.auth_required or not is_loopback(host):
-                if runtime.app.tokens.active_count() == 0:
-                    fail(
-                        "authentication is required (PGRECALL_AUTH_REQUIRED or non-loopback --host "
-                        f"{host}) but no token exists; create one with: pgrecall token create --owner NAME"
-                    )
-                shown = f"[{host}]" if ":" in host else host
-                auth_base_url = f"http://{shown}:{port}"
-        server = create_server(runtime, auth_base_url=auth_base_url, read_paths=transport is Transport.stdio)
+            auth_base_url = _auth_base_url(runtime, host, port)
+        server = create_server(runtime, auth_base_url=auth_base_url, read_paths=policy is None)
         if policy is not None:
             _mount_ui(server, runtime, host, port, codes_allowed=auth_base_url is None, print_link=print_link)
         configure_logging(log_level)  # the SDK installs its own (rich) handler; ours writes JSON
@@ -159,28 +143,10 @@ def serve(
             "serving",
             extra={"fields": {"transport": transport.value, "auth": auth_base_url is not None}},
         )
-        if policy is None and sys.stdin.isatty():
-            _serve_terminal(server)
-        elif policy is None:
-            anyio.run(server.run_stdio_async)
+        if policy is None:
+            _serve_stdio(server)
         else:
-            import uvicorn
-
-            if policy.any_ip_literal and not policy.hosts:
-                log.warning(
-                    "wildcard bind: only IP addresses, loopback names and this machine's name are "
-                    "accepted as Host; set PGRECALL_HTTP_ALLOWED_HOSTS to the names clients use"
-                )
-            asgi = guarded_app(server, policy, max_request_bytes(current.max_text_chars))
-            config = uvicorn.Config(
-                asgi,
-                host=host,
-                port=port,
-                log_level=log_level.lower(),
-                log_config=None,
-                **uvicorn_options(current),
-            )
-            uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
+            _serve_http(server, policy, runtime, host, port, log_level, sock)
     except KeyboardInterrupt:
         pass
     finally:
@@ -189,6 +155,85 @@ def serve(
         runtime.stop()
         runtime.close()
         log.info("stopped")
+
+
+def _host_policy(
+    current: Settings, host: str, port: int, allowed_host: list[str] | None, allowed_origin: list[str] | None
+) -> HostPolicy:
+    """The Host and Origin values HTTP accepts: the bind address, the settings and the options."""
+    from pgrecall.mcp.http_guard import HostPolicy
+
+    try:
+        return HostPolicy.for_bind(
+            host,
+            [current.http_allowed_hosts, *(allowed_host or [])],
+            [current.http_allowed_origins, *(allowed_origin or [])],
+            port,
+        )
+    except ValueError as exc:
+        fail(f"PGRECALL_HTTP_ALLOWED_HOSTS/ORIGINS or --allowed-host/--allowed-origin: {exc}", 2)
+
+
+def _auth_base_url(runtime: Runtime, host: str, port: int) -> str | None:
+    """The URL tokens are checked for, or None when HTTP on loopback runs without tokens.
+
+    Authentication is required by the setting or by a non-loopback bind; then a token must exist
+    before the server listens, or nobody could ever call it.
+    """
+    from pgrecall.mcp.auth import is_loopback
+
+    if not (runtime.settings.auth_required or not is_loopback(host)):
+        return None
+    if runtime.app.tokens.active_count() == 0:
+        fail(
+            "authentication is required (PGRECALL_AUTH_REQUIRED or non-loopback --host "
+            f"{host}) but no token exists; create one with: pgrecall token create --owner NAME"
+        )
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def _serve_stdio(server: MCPServer) -> None:
+    """stdio for a client that started us; a person at a terminal is told what it waits for."""
+    import anyio
+
+    if sys.stdin.isatty():
+        _serve_terminal(server)
+    else:
+        anyio.run(server.run_stdio_async)
+
+
+def _serve_http(
+    server: MCPServer,
+    policy: HostPolicy,
+    runtime: Runtime,
+    host: str,
+    port: int,
+    log_level: str,
+    sock: socket.socket | None,
+) -> None:
+    """Streamable HTTP under the Host/Origin guard and the request limits, on the listening socket."""
+    import uvicorn
+
+    from pgrecall.mcp.http_guard import guarded_app, max_request_bytes
+    from pgrecall.mcp.http_limits import uvicorn_options
+
+    if policy.any_ip_literal and not policy.hosts:
+        log.warning(
+            "wildcard bind: only IP addresses, loopback names and this machine's name are "
+            "accepted as Host; set PGRECALL_HTTP_ALLOWED_HOSTS to the names clients use"
+        )
+    current = runtime.settings
+    asgi = guarded_app(server, policy, max_request_bytes(current.max_text_chars))
+    config = uvicorn.Config(
+        asgi,
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        log_config=None,
+        **uvicorn_options(current),
+    )
+    uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -8,7 +8,7 @@ import platform
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -23,12 +23,13 @@ from pgrecall.db import migrate as schema
 from pgrecall.domain.validation import MAX_QUERY_CHARS, MAX_TOP_K, MODES
 from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
+from pgrecall.embeddings.calibration import ModelScale
 from pgrecall.errors import InvalidInputError
 from pgrecall.evaluation import runner
 from pgrecall.evaluation.dataset import BeirDataset, load_dataset
 from pgrecall.evaluation.loader import Loaded, isolated_database, load_corpus
 from pgrecall.evaluation.vectors import VectorCache
-from pgrecall.store.search import MAX_QUERY_TERMS, SQL_SEARCH
+from pgrecall.store.search import MAX_QUERY_TERMS, SQL_SEARCH, Tuning
 
 OWNER = "eval"
 LEXICAL_TARGET = 0.9  # issue #7: lexical nDCG@10 ≥ 0.9 × bm25s
@@ -133,6 +134,137 @@ def loaded_store(
             yield app, scoped, loaded
 
 
+@dataclass
+class _Runs:
+    """What the product's searches returned per system, with the store facts reported beside them."""
+
+    runs: dict[str, runner.ModeRun]
+    server: dict[str, Any]
+    tuning: Tuning
+    scale: ModelScale | None
+    loaded: Loaded
+
+
+def _run_systems(
+    settings: Settings,
+    dataset: BeirDataset,
+    active: Embedder,
+    modes: list[str],
+    clipped: dict[str, str],
+    progress: bool,
+    on_database: Callable[[str], None] | None,
+) -> _Runs:
+    """Each mode's product and depth passes on a fresh store; the configured fusion also against rrf."""
+    runs: dict[str, runner.ModeRun] = {}
+    systems = [*modes, "hybrid_rrf"] if "hybrid" in modes and settings.fusion != "rrf" else list(modes)
+    # Lexical searches alone need no document vectors: the corpus is not embedded for them.
+    with_vectors = any(mode != "lexical" for mode in modes)
+    with loaded_store(
+        settings, dataset, active, progress=progress, on_database=on_database, with_vectors=with_vectors
+    ) as (app, scoped, loaded):
+        assert app.pool is not None
+        tuning = app.search.tuning
+        # Convex fusion needs the model's cosine scale (a constant for the bundled models, measured
+        # once for an HTTP one): reported with the run.
+        scale = app.search.model_scale() if with_vectors else None
+        deep = runner.depth_service(scoped, app.pool, app.catalog, active, tuning)
+        for system in systems:
+            runs[system] = runner.run_mode(system, app.search, deep, OWNER, clipped, loaded.beir_of, progress)
+        return _Runs(runs, _server_facts(app), tuning, scale, loaded)
+
+
+def _reference_run(
+    dataset: BeirDataset, loaded: Loaded, clipped: dict[str, str], bm25_cfg: runner.Bm25Settings
+) -> tuple[dict[str, list[str]], float, bool]:
+    """bm25s over the same texts: (top lists, mean ms, whether each text was stemmed in its own language)."""
+    languages = {d.id: d.language for d in dataset.docs}
+    per_language = all(languages.values())
+    ids, texts = [d.beir_id for d in loaded.docs], [d.embed_text for d in loaded.docs]
+    if per_language:
+        # The collection names each text's language: the reference stems each in its own.
+        doc_languages = [str(languages[i]) for i in ids]
+        top, ms = runner.bm25_by_language_run(
+            ids, texts, doc_languages, clipped, dataset.query_languages, bm25_cfg
+        )
+    else:
+        top, ms = runner.bm25_run(ids, texts, clipped, bm25_cfg)
+    return top, ms, per_language
+
+
+def _scored(
+    runs: dict[str, runner.ModeRun], qrels: dict[str, dict[str, int]]
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, dict[str, float]]]]:
+    """Per system: the figures (nDCG@10, RR@10 from the product pass, R@100 from the depth pass)."""
+    results: dict[str, dict[str, Any]] = {}
+    per_query: dict[str, dict[str, dict[str, float]]] = {}
+    for mode, run in runs.items():
+        top, top_q = runner.score(run.top, qrels)
+        deep_m, deep_q = runner.score(run.deep, qrels)
+        results[mode] = {
+            "metrics": {"nDCG@10": top["nDCG@10"], "R@100": deep_m["R@100"], "RR@10": top["RR@10"]},
+            # The product pass stops at 10 hits, so its recall would be Recall@10: left out.
+            "product_pass": {m: top[m] for m in ("nDCG@10", "RR@10")},
+            "depth_pass": deep_m,
+            "latency": runner.latency(run),
+            "fusion_used": dict(run.fusions),
+            "degraded_queries": run.degraded,
+            "queries_without_hits": run.empty,
+        }
+        per_query[mode] = {
+            q: {"nDCG@10": top_q[q]["nDCG@10"], "R@100": deep_q[q]["R@100"], "RR@10": top_q[q]["RR@10"]}
+            for q in qrels
+        }
+    return results, per_query
+
+
+def _settings_report(
+    settings: Settings, modes: list[str], done: _Runs, bm25_cfg: runner.Bm25Settings, per_language: bool
+) -> dict[str, Any]:
+    """Every setting that decides the figures, so a run can be compared with another."""
+    tuning, scale = done.tuning, done.scale
+    return {
+        "modes": modes,
+        "owner": OWNER,
+        "top_k": runner.TOP_K,
+        "depth": runner.DEPTH,
+        "measures": list(runner.MEASURE_NAMES),
+        "metric_sources": {"nDCG@10": "product pass", "RR@10": "product pass", "R@100": "depth pass"},
+        "service_max_top_k": MAX_TOP_K,
+        "max_query_chars": MAX_QUERY_CHARS,
+        "max_query_terms": MAX_QUERY_TERMS,
+        "rrf_k": tuning.rrf_k,
+        "fusion": {
+            "configured": settings.fusion,
+            "vector_weight": {
+                "rule": "base / (1 + length_factor * ln(1 + query words)), within 0.1..0.9",
+                "base": tuning.vector_weight_base,
+                "length_factor": tuning.vector_weight_length_factor,
+            },
+            "model_scale": (
+                {"unrelated": round(scale.unrelated, 4), "related": round(scale.related, 4)}
+                if scale is not None
+                else None
+            ),
+        },
+        "tuning": asdict(tuning),
+        "depth_tuning": asdict(runner.depth_tuning(tuning, runner.DEPTH)),
+        "search_sql_sha256": hashlib.sha256(SQL_SEARCH.encode()).hexdigest()[:16],
+        "schema_revision": schema.head_revision(),
+        "language_detection": {
+            "detector": "two-stage: lingua low accuracy names candidates, high accuracy decides",
+            "models": settings.models,
+            "min_chars": settings.detect_min_chars,
+            "min_confidence": settings.detect_min_confidence,
+            "min_ratio": settings.detect_min_ratio,
+        },
+        "bm25s": (
+            {**runner.describe(bm25_cfg), "language": "per text (the collection's language fields)"}
+            if per_language
+            else runner.describe(bm25_cfg)
+        ),
+    }
+
+
 def evaluate(
     settings: Settings,
     dataset_dir: Path | str,
@@ -153,55 +285,10 @@ def evaluate(
     n_clipped = sum(1 for q, t in clipped.items() if t != " ".join(dataset.queries[q].split()))
     qrels = {q: dataset.qrels[q] for q in clipped}
     active = embedder if embedder is not None else create_embedder(settings)
-    runs: dict[str, runner.ModeRun] = {}
-    # The configured fusion against rrf, on the same store and queries.
-    systems = [*modes, "hybrid_rrf"] if "hybrid" in modes and settings.fusion != "rrf" else list(modes)
-    # Lexical searches alone need no document vectors: the corpus is not embedded for them.
-    with_vectors = any(mode != "lexical" for mode in modes)
-    with loaded_store(
-        settings, dataset, active, progress=progress, on_database=on_database, with_vectors=with_vectors
-    ) as (app, scoped, loaded):
-        assert app.pool is not None
-        server = _server_facts(app)
-        tuning = app.search.tuning
-        # Convex fusion needs the model's cosine scale (a constant for the bundled models, measured
-        # once for an HTTP one): reported with the run.
-        scale = app.search.model_scale() if with_vectors else None
-        deep = runner.depth_service(scoped, app.pool, app.catalog, active, tuning)
-        for system in systems:
-            runs[system] = runner.run_mode(system, app.search, deep, OWNER, clipped, loaded.beir_of, progress)
-    bm25_cfg = runner.bm25_settings(loaded.report.languages)
-    languages = {d.id: d.language for d in dataset.docs}
-    per_language = all(languages.values())
-    ids, texts = [d.beir_id for d in loaded.docs], [d.embed_text for d in loaded.docs]
-    if per_language:
-        # The collection names each text's language: the reference stems each in its own.
-        doc_languages = [str(languages[i]) for i in ids]
-        bm25_top, bm25_ms = runner.bm25_by_language_run(
-            ids, texts, doc_languages, clipped, dataset.query_languages, bm25_cfg
-        )
-    else:
-        bm25_top, bm25_ms = runner.bm25_run(ids, texts, clipped, bm25_cfg)
-    results: dict[str, dict[str, Any]] = {}
-    per_query: dict[str, dict[str, dict[str, float]]] = {}
-    for mode, run in runs.items():
-        top, top_q = runner.score(run.top, qrels)
-        deep_m, deep_q = runner.score(run.deep, qrels)
-        results[mode] = {
-            # nDCG@10 and RR@10 from the product pass, Recall@100 from the depth pass.
-            "metrics": {"nDCG@10": top["nDCG@10"], "R@100": deep_m["R@100"], "RR@10": top["RR@10"]},
-            # The product pass stops at 10 hits, so its recall would be Recall@10: left out.
-            "product_pass": {m: top[m] for m in ("nDCG@10", "RR@10")},
-            "depth_pass": deep_m,
-            "latency": runner.latency(run),
-            "fusion_used": dict(run.fusions),
-            "degraded_queries": run.degraded,
-            "queries_without_hits": run.empty,
-        }
-        per_query[mode] = {
-            q: {"nDCG@10": top_q[q]["nDCG@10"], "R@100": deep_q[q]["R@100"], "RR@10": top_q[q]["RR@10"]}
-            for q in qrels
-        }
+    done = _run_systems(settings, dataset, active, modes, clipped, progress, on_database)
+    bm25_cfg = runner.bm25_settings(done.loaded.report.languages)
+    bm25_top, bm25_ms, per_language = _reference_run(dataset, done.loaded, clipped, bm25_cfg)
+    results, per_query = _scored(done.runs, qrels)
     bm25_m, bm25_q = runner.score(bm25_top, qrels)
     results["bm25s"] = {"metrics": bm25_m, "latency": {"mean_ms_batched": round(bm25_ms, 3)}}
     per_query["bm25s"] = bm25_q
@@ -220,52 +307,12 @@ def evaluate(
             "notes": dataset.notes,
         },
         "embedder": {"model": active.model, "dim": active.dim},
-        "load": asdict(loaded.report),
-        "settings": {
-            "modes": modes,
-            "owner": OWNER,
-            "top_k": runner.TOP_K,
-            "depth": runner.DEPTH,
-            "measures": list(runner.MEASURE_NAMES),
-            "metric_sources": {"nDCG@10": "product pass", "RR@10": "product pass", "R@100": "depth pass"},
-            "service_max_top_k": MAX_TOP_K,
-            "max_query_chars": MAX_QUERY_CHARS,
-            "max_query_terms": MAX_QUERY_TERMS,
-            "rrf_k": tuning.rrf_k,
-            "fusion": {
-                "configured": settings.fusion,
-                "vector_weight": {
-                    "rule": "base / (1 + length_factor * ln(1 + query words)), within 0.1..0.9",
-                    "base": tuning.vector_weight_base,
-                    "length_factor": tuning.vector_weight_length_factor,
-                },
-                "model_scale": (
-                    {"unrelated": round(scale.unrelated, 4), "related": round(scale.related, 4)}
-                    if scale is not None
-                    else None
-                ),
-            },
-            "tuning": asdict(tuning),
-            "depth_tuning": asdict(runner.depth_tuning(tuning, runner.DEPTH)),
-            "search_sql_sha256": hashlib.sha256(SQL_SEARCH.encode()).hexdigest()[:16],
-            "schema_revision": schema.head_revision(),
-            "language_detection": {
-                "detector": "two-stage: lingua low accuracy names candidates, high accuracy decides",
-                "models": settings.models,
-                "min_chars": settings.detect_min_chars,
-                "min_confidence": settings.detect_min_confidence,
-                "min_ratio": settings.detect_min_ratio,
-            },
-            "bm25s": (
-                {**runner.describe(bm25_cfg), "language": "per text (the collection's language fields)"}
-                if per_language
-                else runner.describe(bm25_cfg)
-            ),
-        },
+        "load": asdict(done.loaded.report),
+        "settings": _settings_report(settings, modes, done, bm25_cfg, per_language),
         "results": results,
         "targets": _targets(results),
         "per_query": per_query,
-        "server": server,
+        "server": done.server,
         "versions": _versions(),
         "host": {
             "cpus": os.cpu_count(),

@@ -9,7 +9,7 @@ from typing import Any
 
 from pgrecall.domain.documents import Document
 from pgrecall.domain.entries import Entry, Status
-from pgrecall.domain.ranking import Candidate, estimate_tokens, pack
+from pgrecall.domain.ranking import Candidate, Packed, estimate_tokens, pack
 from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
 from pgrecall.domain.text import snippet
 from pgrecall.domain.validation import MAX_QUERY_CHARS, check_budget, check_sections
@@ -357,6 +357,61 @@ class _Searches:
         self.trace += [{**stage, "section": section} if section else stage for stage in result.trace]
 
 
+@dataclass
+class _Assembly:
+    """The context as it grows section by section: blocks, their citations, what did not fit."""
+
+    blocks: list[str] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+    by_section: dict[str, list[str]] = field(default_factory=dict)
+    used_ids: set[str] = field(default_factory=set)
+
+    def pack(self, result: Retrieved, budget: int) -> Packed[Ranked]:
+        """The section's hits not cited by an earlier section, best first, as many as fit `budget`."""
+        first_label = len(self.citations) + 1
+
+        def render(i: int, cand: Candidate[Ranked]) -> str:
+            return render_block(f"S{first_label + i - 1}", cand.item)
+
+        fresh = [r for r in result.items if str(r.entry.id) not in self.used_ids]
+        return pack(
+            [Candidate(str(r.entry.id), r.entry.content_hash, r.entry.body, r.score, r) for r in fresh],
+            budget,
+            render,
+            SEPARATOR,
+        )
+
+    def place(
+        self,
+        section: str | None,
+        header: str | None,
+        chosen: Sequence[Ranked],
+        places: dict[uuid.UUID, Document],
+        dropped: Sequence[tuple[Candidate[Ranked], int, str]],
+    ) -> None:
+        """Label and render the chosen hits (a chunk following its neighbour reads as a continuation)."""
+        labels: list[str] = []
+        previous: Ranked | None = None
+        for ranked in chosen:
+            label = f"S{len(self.citations) + 1}"
+            labels.append(label)
+            entry = ranked.entry
+            self.used_ids.add(str(entry.id))
+            self.blocks.append(render_block(label, ranked, continued=_continues(previous, ranked)))
+            previous = ranked
+            document = places.get(entry.document_id) if entry.document_id else None
+            self.citations.append(_citation(label, ranked, section, document))
+        for cand, tokens, reason in dropped:
+            self.dropped.append(
+                Dropped(cand.key, cand.content_hash, cand.item.entry.title, tokens, reason, section)
+            )
+        if section is not None:
+            self.by_section[section] = labels
+            if labels:
+                self.blocks.insert(len(self.blocks) - len(labels), header or "")
+
+
 def build_context(
     retrieval: RetrievalService,
     owner: str,
@@ -391,68 +446,36 @@ def build_context(
         [(None, query)] if names is None else [(name, _section_query(name, query)) for name in names]
     )
     share = token_budget // len(groups)
-    blocks: list[str] = []
-    citations: list[Citation] = []
-    dropped: list[Dropped] = []
-    by_section: dict[str, list[str]] = {}
     searches = _Searches(token_budget)
-    used_ids: set[str] = set()
+    out = _Assembly()
     for index, (section, text) in enumerate(groups):
         result = retrieval.retrieve(
             owner,
             replace(request, query=text, pinned_hashes=request.pinned_hashes if index == 0 else None),
         )
         searches.add(result, section, first=index == 0)
-        fresh = [r for r in result.items if str(r.entry.id) not in used_ids]
         header = f"## {section}" if section is not None else None
-        budget = share - (estimate_tokens(header) + 1 if header else 0)
-        first_label = len(citations) + 1
-
-        def render(i: int, cand: Candidate[Ranked], start: int = first_label) -> str:
-            return render_block(f"S{start + i - 1}", cand.item)
-
-        packed = pack(
-            [Candidate(str(r.entry.id), r.entry.content_hash, r.entry.body, r.score, r) for r in fresh],
-            max(budget, 0),
-            render,
-            SEPARATOR,
-        )
+        budget = max(share - (estimate_tokens(header) + 1 if header else 0), 0)
+        packed = out.pack(result, budget)
         chosen = [cand.item for cand, _, _ in packed.included]
         if documents is not None:
             if expand_neighbours:
-                chosen = _with_neighbours(documents, owner, chosen, used_ids, max(budget, 0))
+                chosen = _with_neighbours(documents, owner, chosen, out.used_ids, budget)
             chosen = document_order(chosen)
         places = (
             documents.by_ids(owner, [r.entry.document_id for r in chosen if r.entry.document_id])
-            if (documents is not None)
+            if documents is not None
             else {}
         )
-        labels: list[str] = []
-        previous: Ranked | None = None
-        for ranked in chosen:
-            label = f"S{len(citations) + 1}"
-            labels.append(label)
-            entry = ranked.entry
-            used_ids.add(str(entry.id))
-            blocks.append(render_block(label, ranked, continued=_continues(previous, ranked)))
-            previous = ranked
-            document = places.get(entry.document_id) if entry.document_id else None
-            citations.append(_citation(label, ranked, section, document))
+        out.place(section, header, chosen, places, packed.dropped)
         searches.trace.append(
             {"stage": "pack", "candidates": len(packed.included), "dropped": len(packed.dropped)}
             | ({"section": section} if section else {})
         )
-        for cand, tokens, reason in packed.dropped:
-            dropped.append(
-                Dropped(cand.key, cand.content_hash, cand.item.entry.title, tokens, reason, section)
-            )
-        if section is not None:
-            by_section[section] = labels
-            if labels:
-                blocks.insert(len(blocks) - len(labels), header or "")
+    blocks, citations, dropped, by_section = out.blocks, out.citations, out.dropped, out.by_section
     if links is not None:
         dropped += _expand_related(
-            links, retrieval.store, owner, request, citations, blocks, used_ids, token_budget
+            links, retrieval.store, owner, request, citations, blocks, out.used_ids, token_budget
         )
     context = _fit_budget(blocks, citations, by_section, dropped, token_budget)
     warnings = _version_warnings(citations)

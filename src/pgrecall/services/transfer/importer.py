@@ -254,104 +254,142 @@ def run_import(
     wrote and a re-run is idempotent. With `atomic` all batches share one transaction that
     commits only if no line was bad.
     """
-    report = ImportReport()
-    store = TransferStore(conn, statement_timeout_ms)
-    store.prepare_stage()
-    if not options.atomic:
-        conn.commit()
-    seen: dict[tuple[str, bytes], int] = {}
-    derived: dict[tuple[str, bytes], bytes] = {}  # of the id-less lines: key → _row_digest
-    batch: list[StagedRow] = []
-    batch_lines: list[int] = []
-    links: list[LinkLine] = []
-
-    def flush() -> None:
-        if batch and not (options.atomic and report.errors):  # atomic + a bad line: it will roll back
-            try:
-                store.stage(batch)
-                report.add(
-                    store.merge(options.on_conflict),
-                    {(row.owner, row.id): line for row, line in zip(batch, batch_lines, strict=True)},
-                )
-            except psycopg.Error as exc:
-                conn.rollback()
-                raise PgrecallError(
-                    f"lines {batch_lines[0]}-{batch_lines[-1]}: the database refused the batch "
-                    f"({exc.sqlstate}: {str(exc).strip().splitlines()[0]}); earlier batches "
-                    f"{'were rolled back' if options.atomic else 'are kept'}"
-                ) from exc
-            if not options.atomic:
-                conn.commit()
-            report.without_vectors += sum(1 for row in batch if row.embedding is None)
-        batch.clear()
-        batch_lines.clear()
-
+    run = _ImportRun(conn, validator, options, TransferStore(conn, statement_timeout_ms))
     for line, item in items:
+        run.take(line, item)
+    return run.finish()
+
+
+class _ImportRun:
+    """One import's state: the batch being filled, the keys seen so far, the links kept for last."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[dict[str, Any]],
+        validator: RecordValidator,
+        options: ImportOptions,
+        store: TransferStore,
+    ) -> None:
+        self.conn, self.validator, self.options, self.store = conn, validator, options, store
+        self.report = ImportReport()
+        self.seen: dict[tuple[str, bytes], int] = {}
+        self.derived: dict[tuple[str, bytes], bytes] = {}  # of the id-less lines: key → _row_digest
+        self.batch: list[StagedRow] = []
+        self.batch_lines: list[int] = []
+        self.links: list[LinkLine] = []
+        store.prepare_stage()
+        self._commit_step()
+
+    def _commit_step(self) -> None:
+        if not self.options.atomic:
+            self.conn.commit()
+
+    def _will_roll_back(self) -> bool:
+        return self.options.atomic and bool(self.report.errors)
+
+    def take(self, line: int, item: Any) -> None:
+        """Count one line: a reader error, a link, a bad record, another owner's, a duplicate or a row."""
+        report = self.report
         report.lines += 1
         if isinstance(item, LineError):
             report.errors.append(item)
-            continue
+            return
         try:
             if is_link_line(item):
-                link = validator.link(line, item)
+                link = self.validator.link(line, item)
                 report.lines -= 1  # `lines` counts entry lines (and bad ones); good links: links.seen
-                if options.owner is not None and link.owner != options.owner:
-                    report.other_owner += 1
-                else:
-                    links.append(link)
-                continue
-            row = validator.validate(item)
+                self._take_link(link)
+                return
+            row = self.validator.validate(item)
         except InvalidInputError as exc:
             report.errors.append(LineError(line, str(exc)))
-            continue
+            return
         except (RecursionError, UnicodeError) as exc:  # hostile values the reader let through
             report.errors.append(LineError(line, f"cannot be imported ({type(exc).__name__})"))
-            continue
-        if options.owner is not None and row.owner != options.owner:
+            return
+        if self.options.owner is not None and row.owner != self.options.owner:
             report.other_owner += 1
-            continue
-        key = (row.owner, row.id.bytes)
+            return
         without_id = isinstance(item, dict) and item.get("id") is None
-        if key in seen:
-            if without_id and derived.get(key) == _row_digest(row):
-                report.duplicates += 1
-            elif without_id:
-                report.errors.append(
-                    LineError(
-                        line,
-                        f"id: none given, and line {seen[key]} has the same owner and text (an id-less "
-                        "line's id comes from them); give one of the two lines an id",
-                    )
-                )
-            else:
-                report.errors.append(
-                    LineError(line, f"id: {row.id} of owner {row.owner!r} is already on line {seen[key]}")
-                )
-            continue
-        seen[key] = line
-        if without_id:
-            report.ids_derived += 1
-            derived[key] = _row_digest(row)
-        batch.append(row)
-        batch_lines.append(line)
-        if len(batch) >= options.batch_size:
-            flush()
-    flush()
-    if links and not (options.atomic and report.errors):
-        report.links = apply_links(conn, links)  # every entry line is in: ends may come late in a file
-        if not options.atomic:
-            conn.commit()
-    if options.atomic:
-        if report.errors:
-            conn.rollback()
-            report.inserted = report.updated = report.unchanged = report.kept = report.without_vectors = 0
-            report.skipped_not_newer = 0
-            report.skipped_not_newer_first.clear()
-            report.links = LinkCounts(seen=len(links))
-            report.rolled_back = True
+        if self._repeated(line, row, without_id):
+            return
+        self.batch.append(row)
+        self.batch_lines.append(line)
+        if len(self.batch) >= self.options.batch_size:
+            self._flush()
+
+    def _take_link(self, link: LinkLine) -> None:
+        if self.options.owner is not None and link.owner != self.options.owner:
+            self.report.other_owner += 1
         else:
-            conn.commit()
-    return report
+            self.links.append(link)
+
+    def _repeated(self, line: int, row: StagedRow, without_id: bool) -> bool:
+        """Whether `row`'s key came earlier in the file (an exact id-less repeat is a duplicate)."""
+        key = (row.owner, row.id.bytes)
+        if key not in self.seen:
+            self.seen[key] = line
+            if without_id:
+                self.report.ids_derived += 1
+                self.derived[key] = _row_digest(row)
+            return False
+        first = self.seen[key]
+        if without_id and self.derived.get(key) == _row_digest(row):
+            self.report.duplicates += 1
+        elif without_id:
+            self.report.errors.append(
+                LineError(
+                    line,
+                    f"id: none given, and line {first} has the same owner and text (an id-less "
+                    "line's id comes from them); give one of the two lines an id",
+                )
+            )
+        else:
+            self.report.errors.append(
+                LineError(line, f"id: {row.id} of owner {row.owner!r} is already on line {first}")
+            )
+        return True
+
+    def _flush(self) -> None:
+        batch, lines = self.batch, self.batch_lines
+        if batch and not self._will_roll_back():
+            try:
+                self.store.stage(batch)
+                self.report.add(
+                    self.store.merge(self.options.on_conflict),
+                    {(row.owner, row.id): line for row, line in zip(batch, lines, strict=True)},
+                )
+            except psycopg.Error as exc:
+                self.conn.rollback()
+                raise PgrecallError(
+                    f"lines {lines[0]}-{lines[-1]}: the database refused the batch "
+                    f"({exc.sqlstate}: {str(exc).strip().splitlines()[0]}); earlier batches "
+                    f"{'were rolled back' if self.options.atomic else 'are kept'}"
+                ) from exc
+            self._commit_step()
+            self.report.without_vectors += sum(1 for row in batch if row.embedding is None)
+        batch.clear()
+        lines.clear()
+
+    def finish(self) -> ImportReport:
+        """Write the last batch, then the links (every entry line is in: ends may come late in a file)."""
+        report = self.report
+        self._flush()
+        if self.links and not self._will_roll_back():
+            report.links = apply_links(self.conn, self.links)
+            self._commit_step()
+        if not self.options.atomic:
+            return report
+        if not report.errors:
+            self.conn.commit()
+            return report
+        self.conn.rollback()
+        report.inserted = report.updated = report.unchanged = report.kept = report.without_vectors = 0
+        report.skipped_not_newer = 0
+        report.skipped_not_newer_first.clear()
+        report.links = LinkCounts(seen=len(self.links))
+        report.rolled_back = True
+        return report
 
 
 def import_jsonl(
