@@ -54,6 +54,7 @@ from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.db.citus_sql import SQL_STATISTICS_DRIFT
 from pgrecall.domain.entries import EntryFilters
+from pgrecall.evaluation import record
 from pgrecall.evaluation.corpus import DEFAULT_DATA_DIR
 from pgrecall.services.search import SearchOptions
 from pgrecall.store.search import (
@@ -386,6 +387,7 @@ def main() -> int:
     )
     parser.add_argument("--keep", action="store_true", help="leave the servers and the temp dir (for a look)")
     args = parser.parse_args()
+    run = record.Run(vars(args))
     why = refuse_output(args.json, args.force)
     if why:
         print(f"citus_check: {why}", file=sys.stderr)
@@ -465,7 +467,7 @@ def main() -> int:
         else:
             print(f"citus_check: servers and files left in {root}", file=sys.stderr)
     report["check_seconds"] = round(time.perf_counter() - started_check, 1)
-    text = json.dumps(report, indent=2, ensure_ascii=False, default=str)
+    text = record.dumps(run.finish(report))
     print(text)
     args.json.write_text(text + "\n")
     return 0 if ok else 1

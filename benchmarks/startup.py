@@ -41,6 +41,7 @@ from typing import Any
 import psutil
 
 from pgrecall.config import Settings
+from pgrecall.evaluation import record
 from pgrecall.evaluation.corpus import read_beir
 from pgrecall.worker import lifecycle
 from pgrecall.worker.client import WorkerEmbedder
@@ -379,6 +380,7 @@ def main() -> None:
         help="which measurements (comma-separated)",
     )
     args = parser.parse_args()
+    run = record.Run(vars(args))
     DETECTOR["kind"] = args.detector
     only = set(args.only.split(","))
     report: dict[str, Any] = {
@@ -406,7 +408,7 @@ def main() -> None:
         report["detection"] = {"half": found.get("half"), "accuracy": found.get("accuracy")}
     if args.load_old_ref:
         report["load"] = measure_load(args.load_old_ref, args.load_seconds)
-    text = json.dumps(report, indent=2)
+    text = record.dumps(run.finish(report))
     print(text)
     if args.json is not None:
         args.json.write_text(text + "\n")

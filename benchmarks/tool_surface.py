@@ -23,6 +23,7 @@ from typing import Any
 from mcp_types import ListToolsResult
 
 from pgrecall.config import Settings
+from pgrecall.evaluation import record
 from pgrecall.mcp.runtime import Runtime
 from pgrecall.mcp.server import create_server, model_visible_bytes
 
@@ -76,6 +77,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--per-tool", action="store_true", help="print each tool's figures")
     args = parser.parse_args()
+    run = record.Run(vars(args))
     figures = asyncio.run(measure())
     print(
         f"tools/list: {figures['model_visible_bytes']} bytes model-visible (names, descriptions, input "
@@ -87,7 +89,7 @@ def main() -> None:
         for name, parts in figures["per_tool"].items():
             print(f"{name:18} " + " ".join(f"{k}={v}" for k, v in parts.items()))
     if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        record.write(run.finish(figures), args.json)
     sys.exit(0)
 
 

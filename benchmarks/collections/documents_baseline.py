@@ -20,8 +20,6 @@ known-item nDCG@10 of the chunk ranking (DocumentCollection.passage_ndcg_at_10).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,7 @@ from typing import Any
 import docset_build as b
 from bs4 import NavigableString, Tag, XMLParsedAsHTMLWarning
 
-from pgrecall.evaluation import runner
+from pgrecall.evaluation import record, runner
 from pgrecall.evaluation.documents_dataset import DocumentCollection, load_document_collection
 
 HERE = Path(__file__).resolve().parent
@@ -168,10 +166,10 @@ def main() -> None:
     parser.add_argument("names", nargs="*", default=["debian-manuals", "postgresql-doc"])
     args = parser.parse_args()
     for name in args.names:
-        result = evaluate(name)
-        (HERE / name / "baseline.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-        json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
-        print()
+        run = record.Run({"name": name})
+        result = run.finish(evaluate(name))
+        record.write(result, HERE / name / "baseline.json")
+        print(record.dumps(result))
 
 
 if __name__ == "__main__":

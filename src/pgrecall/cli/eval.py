@@ -106,11 +106,11 @@ def eval_command(
         fail("--plot draws --dataset collections only", 2)
     _require(_BENCH_MODULES | ({"matplotlib": "matplotlib"} if plot is not None else {}))
     # Imported here: the evaluation pulls in numpy-heavy libraries other commands never need.
-    from pgrecall.evaluation import evaluate, parse_modes
+    from pgrecall.evaluation import evaluate, parse_modes, record
     from pgrecall.evaluation.documents_eval import evaluate_documents
     from pgrecall.evaluation.documents_eval import table as documents_table
     from pgrecall.evaluation.report import plot as draw
-    from pgrecall.evaluation.report import plot_collections, summary, table, write_json
+    from pgrecall.evaluation.report import plot_collections, summary, table
 
     current = settings()
     if embedder is not None:
@@ -119,6 +119,16 @@ def eval_command(
         chosen = parse_modes(modes)
     except PgrecallError as exc:
         fail(str(exc), 2)
+    run = record.Run(
+        {
+            "dataset": [str(p) for p in dataset],
+            "documents": [str(p) for p in documents],
+            "modes": chosen,
+            "limit_queries": limit_queries,
+            "limit_documents": limit_documents,
+            "embedder": current.embedder,
+        }
+    )
     docs = []
     runs = [(path, False) for path in dataset] + [(path, True) for path in documents]
     for path, is_documents in runs:
@@ -148,7 +158,7 @@ def eval_command(
         typer.echo("")
         typer.echo(summary(beir))
     if json_out is not None:
-        write_json(docs[0] if len(docs) == 1 else {"collections": docs}, json_out)
+        record.write(run.finish(docs[0] if len(docs) == 1 else {"collections": docs}), json_out)
         typer.echo(f"wrote {json_out}")
     if plot is not None:
         if len(docs) == 1:

