@@ -17,6 +17,7 @@ from pgrecall.domain.entries import EntryFilters
 from pgrecall.store.entries import as_vector
 from pgrecall.store.filters import compile_filters, has_filters
 from pgrecall.store.search_sql import (
+    FRAGMENTS,
     MAX_QUERY_TERMS,
     SQL_IS_CITUS,
     SQL_SEARCH,
@@ -25,10 +26,10 @@ from pgrecall.store.search_sql import (
 
 # The statement's own CTEs up to `stemmed`, then the languages it stems the whole query in (what the
 # language probe kept). No search runs it: the probe's tests and benchmarks/language_probe.py do.
-SQL_STEMMED_LANGUAGES = (
+SQL_STEMMED_LANGUAGES = sql.SQL(
     SQL_SEARCH.split("stops AS MATERIALIZED")[0].rstrip().rstrip(",")
     + "\nSELECT DISTINCT cfg::text AS cfg FROM stemmed"
-)
+).format(**FRAGMENTS)
 
 __all__ = [
     "HNSW_DIMS",
@@ -203,7 +204,7 @@ def build_statement(params: SearchParams) -> sql.Composed:
     # The branch limit is a literal too: a generic plan that must assume `LIMIT $n` means
     # 10% of the table prices the HNSW walk out, and falls back to an exact scan.
     n_vec = sql.Literal(int(params.tuning.n_vec))
-    return sql.SQL(SQL_SEARCH).format(dim=sql.Literal(int(dim)), filters=filters, n_vec=n_vec)
+    return sql.SQL(SQL_SEARCH).format(dim=sql.Literal(int(dim)), filters=filters, n_vec=n_vec, **FRAGMENTS)
 
 
 def bind(params: SearchParams) -> dict[str, Any]:

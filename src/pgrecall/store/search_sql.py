@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from psycopg import sql
+
 MAX_QUERY_TERMS = 32
 
-__all__ = ["MAX_QUERY_TERMS", "SQL_IS_CITUS", "SQL_SEARCH", "SQL_SET_KNOBS"]
+__all__ = ["FRAGMENTS", "MAX_QUERY_TERMS", "SQL_IS_CITUS", "SQL_SEARCH", "SQL_SET_KNOBS"]
 
 # Per-transaction knobs. ef_search bounds the HNSW walk's candidate list;
 # iterative_scan lets a filtered walk continue until LIMIT rows pass the filters (or
@@ -27,29 +29,22 @@ SELECT pgrecall_search_knobs(%(owner)s, %(large_store)s, %(ef_search)s, %(ef_sea
 """
 
 
-def _slots(first: int, last: int) -> str:
-    # Σ qtf_i · idf_i · (1 − norm / (tf_i + norm)) over term slots first..last: × (k1 + 1), BM25,
-    # written so that tf_i, hence ts_rank, appears once per slot. `@@` first: it costs
-    # a quarter of ts_rank and most terms are absent from most candidates. A slot past
-    # the language's last term holds NULL, which `@@` (strict) sends to ELSE. Each slot reads
-    # its own column of langterms (tq1, w1 … tq32, w32), not tqs[i]: subscripting an array of
-    # variable-length elements walks it from the start, 32 slots × 16 steps per candidate.
-    # The braces are doubled for psycopg's sql.SQL.format.
-    return " + ".join(
-        f"CASE WHEN c.tsv @@ t.tq{i} THEN t.w{i} * (1.0 - n.norm / (round(1.0 / (1.64493406685 * "
-        f"(1.0 - ts_rank('{{{{1,1,1,1}}}}', c.tsv, t.tq{i}))) - 0.5) + n.norm)) ELSE 0.0 END"
-        for i in range(first, last + 1)
-    )
+# One BM25 term slot, i = 1..32: qtf_i · idf_i · (1 − norm / (tf_i + norm)) × (k1 + 1), written so
+# that tf_i, hence ts_rank, appears once per slot. `@@` first: it costs a quarter of ts_rank and
+# most terms are absent from most candidates. A slot past the language's last term holds NULL,
+# which `@@` (strict) sends to ELSE. Each slot reads its own column of langterms (tq1, w1 … tq32,
+# w32), not tqs[i]: subscripting an array of variable-length elements walks it from the start,
+# 32 slots × 16 steps per candidate.
+_SLOT = sql.SQL(
+    "CASE WHEN c.tsv @@ t.tq{i} THEN t.w{i} * (1.0 - n.norm / (round(1.0 / (1.64493406685 * "
+    "(1.0 - ts_rank('{{1,1,1,1}}', c.tsv, t.tq{i}))) - 0.5) + n.norm)) ELSE 0.0 END"
+)
+_SLOT_COLUMNS = sql.SQL("l.tqs[{i}] AS tq{i}, l.ws[{i}] AS w{i}")
 
-
-def _slot_columns(n: int) -> str:
-    return ", ".join(f"l.tqs[{i}] AS tq{i}, l.ws[{i}] AS w{i}" for i in range(1, n + 1))
-
-
-def _live_df(lexemes_of: str) -> str:
-    # Document frequency of the lexemes of CTE `lexemes_of` in each of the owner's languages, as
-    # statistics plus not-yet-merged deltas (migration 0002), where it is above 0.
-    return f"""SELECT s.lexeme, s.language, sum(s.df) AS df
+# Document frequency of the lexemes of CTE {lexemes_of} in each of the owner's languages, as
+# statistics plus not-yet-merged deltas (migration 0002), where it is above 0.
+_LIVE_DF = sql.SQL(
+    """SELECT s.lexeme, s.language, sum(s.df) AS df
     FROM (
         SELECT lexeme, language, df FROM lexical_df
         WHERE owner = %(owner)s AND lexeme = ANY (ARRAY(SELECT DISTINCT lexeme FROM {lexemes_of}))
@@ -59,12 +54,35 @@ def _live_df(lexemes_of: str) -> str:
     ) s
     GROUP BY s.lexeme, s.language
     HAVING sum(s.df) > 0"""
+)
 
 
-# The statement. {dim} is a literal so that the planner matches the partial index
-# `WHERE embedding_dim = <dim>`, also in a generic plan, and {n_vec} (a Tuning
-# constant, never caller input) so that a generic plan prices the HNSW walk right;
-# {filters} are fixed fragments from store/filters.py; everything else is a bound parameter.
+def _each(template: sql.SQL, first: int, last: int, sep: str) -> sql.Composed:
+    return sql.SQL(sep).join(template.format(i=sql.SQL(str(i))) for i in range(first, last + 1))
+
+
+# The statement's generated pieces, named as its placeholders.
+FRAGMENTS: dict[str, sql.Composable] = {
+    "slots1_8": _each(_SLOT, 1, 8, " + "),
+    "slots9_16": _each(_SLOT, 9, 16, " + "),
+    "slots17_32": _each(_SLOT, 17, MAX_QUERY_TERMS, " + "),
+    "slot_columns": _each(_SLOT_COLUMNS, 1, MAX_QUERY_TERMS, ", "),
+    "live_df_probe_stems": _LIVE_DF.format(lexemes_of=sql.SQL("probe_stems")),
+    "live_df_qterms": _LIVE_DF.format(lexemes_of=sql.SQL("qterms")),
+}
+
+
+# The statement: one template for psycopg's sql.SQL.format (literal braces doubled), run with
+# bound parameters. Placeholders, filled by store.search.build_statement:
+#   {dim}        the vector dimension as a literal, so that the planner matches the partial
+#                index `WHERE embedding_dim = <dim>`, also in a generic plan;
+#   {n_vec}      the vector branch's LIMIT (a Tuning constant, never caller input), a literal so
+#                that a generic plan prices the HNSW walk right;
+#   {filters}    fixed fragments from store/filters.py (their values are bound parameters);
+#   {slots1_8} {slots9_16} {slots17_32} {slot_columns} {live_df_probe_stems} {live_df_qterms}
+#                the generated pieces in FRAGMENTS above.
+# The bound parameters are store.search.bind's; `pgrecall debug search-sql "question"` prints one
+# call's statement and parameters.
 #
 # Lexical branch, step by step:
 #  qtext     the query with its CJK runs as bigrams (pgrecall_cjk_bigrams), as the tsv has them.
@@ -110,8 +128,7 @@ def _live_df(lexemes_of: str) -> str:
 #            the executor builds every expression of the plan on every run, even those it
 #            never evaluates, and 56 slots cost ~0.35 ms more per search than 32. Document
 #            length is length(tsv), distinct lexemes, as in the statistics: O(1).
-SQL_SEARCH = (
-    """
+SQL_SEARCH = """
 WITH
 qtext AS MATERIALIZED (
     -- The query as entries' tsv sees their text (migration 0017): Han, kana and Hangul runs as
@@ -148,7 +165,7 @@ probed AS MATERIALIZED (
     SELECT p.cfg, count(*) AS hits
     FROM probe_stems p
     JOIN (
-        <live_df probe_stems>
+        {live_df_probe_stems}
     ) d ON d.lexeme = p.lexeme AND d.language = p.cfg
     GROUP BY p.cfg
 ),
@@ -182,7 +199,7 @@ qterms AS MATERIALIZED (
     WHERE k.qtf > 0
 ),
 lexdf AS MATERIALIZED (
-    <live_df qterms>
+    {live_df_qterms}
 ),
 coverage AS MATERIALIZED (
     -- How many of the query's word positions each language's vocabulary (df > 0) holds.
@@ -232,7 +249,7 @@ terms AS MATERIALIZED (
     WHERE n <= %(max_terms)s
 ),
 langterms AS MATERIALIZED (
-    SELECT l.*, <slot_columns>
+    SELECT l.*, {slot_columns}
     FROM (
         SELECT cfg, min(avgdl) AS avgdl, count(*) AS n,
                array_agg(lexeme ORDER BY idf DESC, lexeme) AS lexemes,
@@ -275,9 +292,9 @@ cand AS (
 ),
 scored AS MATERIALIZED (
     SELECT c.id, c.cfg, power(v.share, %(cover_power)s) * (%(k1)s + 1.0) * (
-               <slots1_8> + CASE WHEN t.n <= 8 THEN 0.0 ELSE
-               <slots9_16> + CASE WHEN t.n <= 16 THEN 0.0 ELSE
-               <slots17_32> END END) AS score
+               {slots1_8} + CASE WHEN t.n <= 8 THEN 0.0 ELSE
+               {slots9_16} + CASE WHEN t.n <= 16 THEN 0.0 ELSE
+               {slots17_32} END END) AS score
     FROM cand c
     JOIN langterms t ON t.cfg = c.cfg
     JOIN covered v ON v.cfg = c.cfg
@@ -397,10 +414,4 @@ FROM (SELECT 1) AS one
 LEFT JOIN (top JOIN entries e ON e.owner = %(owner)s AND e.id = top.id
            LEFT JOIN documents d ON d.owner = %(owner)s AND d.id = e.document_id) ON true
 ORDER BY top.fused DESC, top.id
-""".replace("<slots1_8>", _slots(1, 8))
-    .replace("<live_df probe_stems>", _live_df("probe_stems"))
-    .replace("<live_df qterms>", _live_df("qterms"))
-    .replace("<slots9_16>", _slots(9, 16))
-    .replace("<slots17_32>", _slots(17, MAX_QUERY_TERMS))
-    .replace("<slot_columns>", _slot_columns(MAX_QUERY_TERMS))
-)
+"""
