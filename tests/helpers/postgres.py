@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import psycopg
@@ -96,3 +97,19 @@ def settings(db_url: str, pg_home: Path) -> Settings:
     # Models in-process: each test gets exactly the embedder its settings name (the shared worker's
     # own tests, and the server subprocesses started with PGRECALL_MODELS=worker, cover worker mode).
     return Settings(database_url=db_url, home=pg_home / "unused-home", models="in-process")
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[EmbeddedServer]:
+    """An embedded PostgreSQL at head that a test may stop, kill and start, in its own home under /tmp."""
+    # Named like the session's home so that .ci/run's cleanup also stops it after a killed run.
+    home = Path(tempfile.mkdtemp(prefix="pgrecall-test-fault-", dir="/tmp"))
+    home.chmod(0o755)  # the server runs as its own user when tests run as root
+    server = EmbeddedServer(home / "pg")
+    try:
+        schema.upgrade(server.pin(), "head")
+        yield server
+    finally:
+        with suppress(Exception):
+            server.stop()
+        shutil.rmtree(home, ignore_errors=True)
