@@ -32,12 +32,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -48,7 +45,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from citus_cluster import Cluster, ClusterError, add_node, start_cluster, start_single, start_worker
+from citus_cluster import Cluster, ClusterError, add_node, pgrecall_cli, start_worker, throwaway_servers
 
 from pgrecall.app import App
 from pgrecall.config import Settings
@@ -151,11 +148,7 @@ class ExplainingStore(SearchStore):
 
 
 def _pgrecall(url: str, home: Path, *args: str, owner: str = "default") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
-    env |= {"PGRECALL_DATABASE_URL": url, "PGRECALL_HOME": str(home), "PGRECALL_MODELS": "in-process",
-            "PGRECALL_OWNER": owner, "PGRECALL_FUSION": FUSION}  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "pgrecall", *args], env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    return pgrecall_cli(url, home, *args, owner=owner, fusion=FUSION)
 
 
 def _ranked(result: Any) -> list[tuple[Any, ...]]:
@@ -364,15 +357,36 @@ def versions(cluster_url: str, single_url: str) -> dict[str, Any]:
     with psycopg.connect(single_url, row_factory=dict_row) as conn:
         single = conn.execute("SELECT current_setting('server_version') AS postgresql").fetchone()
 
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
-        return done.stdout.strip()
-
     from pgrecall import __version__
 
+    made = record.commit()
     return {**(row or {}), "single_node_postgresql": (single or {}).get("postgresql"),
-            "pgrecall": __version__, "commit": git("rev-parse", "HEAD") or None,
-            "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no"))}  # fmt: skip
+            "pgrecall": __version__, "commit": made["sha"], "uncommitted_changes": made["dirty"]}  # fmt: skip
+
+
+def passed(
+    report: dict[str, Any],
+    runs: list[subprocess.CompletedProcess[str]],
+    refused: subprocess.CompletedProcess[str],
+) -> bool:
+    """Whether every part of the proof held."""
+    s, w, g = report["searches"], report["concurrent_writes"], report["grow"]
+    return (
+        all(r.returncode == 0 for r in runs) and refused.returncode == 1 and report["fusion"]["same"]
+        and s["identical"] == s["searches"] and s["single_task_plans"] == s["plans"]
+        and all(
+            r["identical"] == r["searches"] and r["single_task_plans"] == r["plans"]
+            for r in (report["searches_after_rebalance"],)
+        )
+        and g["prepare_node_exit"] == 0 and g["migrate_citus_again_exit"] == 0
+        and g["check_node_before_exit"] == 1 and g["check_node_after_exit"] == 0
+        and g["shards_by_port"].get(str(g["new_worker_port"]), 0) > 0
+        and w["error_count"] == 0
+        and w["before_merge"]["df_wrong"] == 0 and w["before_merge"]["docs_wrong"] == 0
+        and w["after_merge"]["df_wrong"] == 0 and w["after_merge"]["docs_wrong"] == 0
+        and report["operations"]["ok"]
+        and report["truncate"]["statistics_rows_left"] == 0
+    )  # fmt: skip
 
 
 def main() -> int:
@@ -393,79 +407,57 @@ def main() -> int:
         print(f"citus_check: {why}", file=sys.stderr)
         return 2
     started_check = time.perf_counter()
-    root = Path(tempfile.mkdtemp(prefix="pgrecall-bench-citus-", dir="/tmp"))
-    root.chmod(0o755)
-    try:
-        cluster = start_cluster(args.pg_bin, root / "cluster", run_as=args.run_as)
-    except ClusterError as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        print(f"citus_check: {exc}", file=sys.stderr)
-        return 2
-    single = start_single(args.pg_bin, root, run_as=args.run_as)
-    report: dict[str, Any] = {"pg_bin": str(args.pg_bin), "workers": len(cluster.workers)}
+    report: dict[str, Any] = {"pg_bin": str(args.pg_bin)}
     ok = False
     try:
-        report["versions"] = versions(cluster.coordinator.url, single.url)
-        home = root / "home"
-        for url in (cluster.coordinator.url, single.url):
-            done = _pgrecall(url, home, "migrate", "upgrade")
-            assert done.returncode == 0, done.stderr
-        if args.allow_untested_citus:
-            MIGRATE_CITUS.append("--allow-untested-citus")
-        runs = [_pgrecall(cluster.coordinator.url, home, *MIGRATE_CITUS) for _ in range(2)]
-        refused = _pgrecall(single.url, home, "migrate", "citus")
-        report["migrate_citus"] = {
-            "first": runs[0].stdout.strip().splitlines(),
-            "exit": [r.returncode for r in runs],
-            "single_node_exit": refused.returncode,
-            "single_node_says": refused.stderr.strip(),
-        }
-        settings: dict[str, Any] = {"home": home, "models": "in-process", "fusion": FUSION}
-        with App(Settings(database_url=cluster.coordinator.url, **settings), restricted=True) as on_cluster, \
-             App(Settings(database_url=single.url, **settings), restricted=True) as on_single:  # fmt: skip
-            report["fusion"] = same_fusion(on_cluster, on_single)
-            started = time.perf_counter()
-            count = 0
-            for owner in OWNERS:
-                for entry in entries_of(owner):
-                    for app in (on_cluster, on_single):
-                        app.entries.add(owner, **entry)
-                    count += 1
-            report["loaded"] = {
-                "entries_per_server": count,
-                "seconds": round(time.perf_counter() - started, 1),
+        servers = throwaway_servers(args.pg_bin, "pgrecall-bench-citus-", args.run_as, keep=args.keep)
+        with servers as (root, cluster, single):
+            report["workers"] = len(cluster.workers)
+            report["versions"] = versions(cluster.coordinator.url, single.url)
+            home = root / "home"
+            for url in (cluster.coordinator.url, single.url):
+                done = _pgrecall(url, home, "migrate", "upgrade")
+                assert done.returncode == 0, done.stderr
+            if args.allow_untested_citus:
+                MIGRATE_CITUS.append("--allow-untested-citus")
+            runs = [_pgrecall(cluster.coordinator.url, home, *MIGRATE_CITUS) for _ in range(2)]
+            refused = _pgrecall(single.url, home, "migrate", "citus")
+            report["migrate_citus"] = {
+                "first": runs[0].stdout.strip().splitlines(),
+                "exit": [r.returncode for r in runs],
+                "single_node_exit": refused.returncode,
+                "single_node_says": refused.stderr.strip(),
             }
-            report["searches"] = compare_searches(on_cluster, on_single)
-            report["grow"] = grow(cluster, root, home)
-            report["searches_after_rebalance"] = compare_searches(on_cluster, on_single)
-            report["concurrent_writes"] = concurrent_writes(on_cluster, cluster.coordinator.url)
-        report["operations"] = operations(cluster.coordinator.url, home, root)
-        report["truncate"] = truncate_check(cluster.coordinator.url)
-        s, w = report["searches"], report["concurrent_writes"]
-        ok = (
-            all(r.returncode == 0 for r in runs) and refused.returncode == 1 and report["fusion"]["same"]
-            and s["identical"] == s["searches"] and s["single_task_plans"] == s["plans"]
-            and all(
-                r["identical"] == r["searches"] and r["single_task_plans"] == r["plans"]
-                for r in (report["searches_after_rebalance"],)
-            )
-            and report["grow"]["prepare_node_exit"] == 0 and report["grow"]["migrate_citus_again_exit"] == 0
-            and report["grow"]["check_node_before_exit"] == 1 and report["grow"]["check_node_after_exit"] == 0
-            and report["grow"]["shards_by_port"].get(str(report["grow"]["new_worker_port"]), 0) > 0
-            and w["error_count"] == 0
-            and w["before_merge"]["df_wrong"] == 0 and w["before_merge"]["docs_wrong"] == 0
-            and w["after_merge"]["df_wrong"] == 0 and w["after_merge"]["docs_wrong"] == 0
-            and report["operations"]["ok"]
-            and report["truncate"]["statistics_rows_left"] == 0
-        )  # fmt: skip
-        report["ok"] = ok
-    finally:
-        if not args.keep:
-            cluster.stop()
-            single.stop()
-            shutil.rmtree(root, ignore_errors=True)
-        else:
-            print(f"citus_check: servers and files left in {root}", file=sys.stderr)
+            settings: dict[str, Any] = {"home": home, "models": "in-process", "fusion": FUSION}
+            with (
+                App(
+                    Settings(database_url=cluster.coordinator.url, **settings), restricted=True
+                ) as on_cluster,
+                App(Settings(database_url=single.url, **settings), restricted=True) as on_single,
+            ):
+                report["fusion"] = same_fusion(on_cluster, on_single)
+                started = time.perf_counter()
+                count = 0
+                for owner in OWNERS:
+                    for entry in entries_of(owner):
+                        for app in (on_cluster, on_single):
+                            app.entries.add(owner, **entry)
+                        count += 1
+                report["loaded"] = {
+                    "entries_per_server": count,
+                    "seconds": round(time.perf_counter() - started, 1),
+                }
+                report["searches"] = compare_searches(on_cluster, on_single)
+                report["grow"] = grow(cluster, root, home)
+                report["searches_after_rebalance"] = compare_searches(on_cluster, on_single)
+                report["concurrent_writes"] = concurrent_writes(on_cluster, cluster.coordinator.url)
+            report["operations"] = operations(cluster.coordinator.url, home, root)
+            report["truncate"] = truncate_check(cluster.coordinator.url)
+            ok = passed(report, runs, refused)
+            report["ok"] = ok
+    except ClusterError as exc:
+        print(f"citus_check: {exc}", file=sys.stderr)
+        return 2
     report["check_seconds"] = round(time.perf_counter() - started_check, 1)
     text = record.dumps(run.finish(report))
     print(text)

@@ -12,9 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import shutil
 import socket
 import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -184,3 +188,46 @@ def start_single(bin_dir: Path, root: Path, run_as: str | None = None) -> Server
     server = _server(bin_dir, root, "single", False, user)
     server.start()
     return server
+
+
+@contextlib.contextmanager
+def throwaway_servers(
+    bin_dir: Path, prefix: str, run_as: str | None = None, keep: bool = False
+) -> Iterator[tuple[Path, Cluster, Server]]:
+    """A coordinator with two workers and a single node in one temporary folder, gone on exit.
+
+    Yields (folder, cluster, single node). ClusterError (how to fix it) when they cannot start;
+    `keep` leaves the servers running and the folder in place, and says where.
+    """
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    root.chmod(0o755)
+    try:
+        cluster = start_cluster(bin_dir, root / "cluster", run_as=run_as)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    try:
+        single = start_single(bin_dir, root, run_as=run_as)
+    except BaseException:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    try:
+        yield root, cluster, single
+    finally:
+        if keep:
+            print(f"servers and files left in {root}", file=sys.stderr)
+        else:
+            cluster.stop()
+            single.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def pgrecall_cli(url: str, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`pgrecall ARGS` against `url` with a private home and in-process models (plus PGRECALL_* `env`)."""
+    child = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
+    child |= {"PGRECALL_DATABASE_URL": url, "PGRECALL_HOME": str(home), "PGRECALL_MODELS": "in-process"}
+    child |= {f"PGRECALL_{k.upper()}": v for k, v in env.items()}
+    return subprocess.run(
+        [sys.executable, "-m", "pgrecall", *args], env=child, capture_output=True, text=True, timeout=600
+    )

@@ -23,14 +23,8 @@ costs, not what more machines would add.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import random
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -41,13 +35,14 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from citus_check import refuse_output, versions
-from citus_cluster import ClusterError, start_cluster, start_single
+from citus_cluster import ClusterError, pgrecall_cli, throwaway_servers
 
 from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.db.database import register_vector_adapter
 from pgrecall.domain.language import ISO_TO_CONFIG
 from pgrecall.domain.text import content_hash
+from pgrecall.evaluation import record
 from pgrecall.evaluation.speed import percentiles
 from pgrecall.evaluation.speed_inputs import BenchInputs, bench_inputs
 from pgrecall.store.search import SearchParams
@@ -57,10 +52,7 @@ SEED = 7
 
 
 def _pgrecall(url: str, home: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
-    env |= {"PGRECALL_DATABASE_URL": url, "PGRECALL_HOME": str(home), "PGRECALL_MODELS": "in-process"}
-    done = subprocess.run([sys.executable, "-m", "pgrecall", *args], env=env, capture_output=True, text=True,
-                          timeout=600, check=False)  # fmt: skip
+    done = pgrecall_cli(url, home, *args)
     if done.returncode != 0:
         raise RuntimeError(f"pgrecall {' '.join(args)} failed: {done.stderr}")
 
@@ -167,59 +159,51 @@ def main() -> int:
     if why:
         print(f"citus_scale: {why}", file=sys.stderr)
         return 2
+    run = record.Run(vars(args))
     started_run = time.perf_counter()
     inputs = bench_inputs(args.entries, SEED)
     owners = [f"owner-{i:03d}" for i in range(args.owners)]
-    root = Path(tempfile.mkdtemp(prefix="pgrecall-bench-citus-scale-", dir="/tmp"))
-    root.chmod(0o755)
-    try:
-        cluster = start_cluster(args.pg_bin, root / "cluster", run_as=args.run_as)
-    except ClusterError as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        print(f"citus_scale: {exc}", file=sys.stderr)
-        return 2
-    single = start_single(args.pg_bin, root, run_as=args.run_as)
-    report: dict[str, Any] = {
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_before": os.getloadavg()},
-        "nodes": {"cluster": f"coordinator + {len(cluster.workers)} workers", "single": "1"},
-        "entries": args.entries, "owners": args.owners,
-    }  # fmt: skip
+    report: dict[str, Any] = {"entries": args.entries, "owners": args.owners}
     ok = False
     try:
-        report["versions"] = versions(cluster.coordinator.url, single.url)
-        home = root / "home"
-        urls = {"cluster": cluster.coordinator.url, "single": single.url}
-        for url in urls.values():
-            _pgrecall(url, home, "migrate", "upgrade")
-        _pgrecall(cluster.coordinator.url, home, "migrate", "citus")
-        report["load"] = {name: load(url, inputs, owners) for name, url in urls.items()}
-        settings: dict[str, Any] = {"home": home, "models": "in-process", "fusion": "convex",
-                                    "pool_max_size": args.clients}  # fmt: skip
-        with (
-            App(
-                Settings(database_url=urls["cluster"], **settings), embedder=None, restricted=True
-            ) as on_cluster,
-            App(
-                Settings(database_url=urls["single"], **settings), embedder=None, restricted=True
-            ) as on_single,
+        with throwaway_servers(args.pg_bin, "pgrecall-bench-citus-scale-", args.run_as) as (
+            root,
+            cluster,
+            single,
         ):
-            apps = {"cluster": on_cluster, "single": on_single}
-            report["latency_ms"] = latency(apps, inputs, owners, args.queries)
-            report["throughput"] = {
-                name: throughput(app, inputs, owners, args.clients, args.seconds)
-                for name, app in apps.items()
-            }
-        report["machine"]["load_after"] = os.getloadavg()
-        ok = all(v["empty"] == 0 for v in report["latency_ms"].values()) and all(
-            v["error_count"] == 0 for v in report["throughput"].values()
-        )
-        report["ok"] = ok
-    finally:
-        cluster.stop()
-        single.stop()
-        shutil.rmtree(root, ignore_errors=True)
+            report["nodes"] = {"cluster": f"coordinator + {len(cluster.workers)} workers", "single": "1"}
+            report["versions"] = versions(cluster.coordinator.url, single.url)
+            home = root / "home"
+            urls = {"cluster": cluster.coordinator.url, "single": single.url}
+            for url in urls.values():
+                _pgrecall(url, home, "migrate", "upgrade")
+            _pgrecall(cluster.coordinator.url, home, "migrate", "citus")
+            report["load"] = {name: load(url, inputs, owners) for name, url in urls.items()}
+            settings: dict[str, Any] = {"home": home, "models": "in-process", "fusion": "convex",
+                                        "pool_max_size": args.clients}  # fmt: skip
+            with (
+                App(
+                    Settings(database_url=urls["cluster"], **settings), embedder=None, restricted=True
+                ) as on_cluster,
+                App(
+                    Settings(database_url=urls["single"], **settings), embedder=None, restricted=True
+                ) as on_single,
+            ):
+                apps = {"cluster": on_cluster, "single": on_single}
+                report["latency_ms"] = latency(apps, inputs, owners, args.queries)
+                report["throughput"] = {
+                    name: throughput(app, inputs, owners, args.clients, args.seconds)
+                    for name, app in apps.items()
+                }
+            ok = all(v["empty"] == 0 for v in report["latency_ms"].values()) and all(
+                v["error_count"] == 0 for v in report["throughput"].values()
+            )
+            report["ok"] = ok
+    except ClusterError as exc:
+        print(f"citus_scale: {exc}", file=sys.stderr)
+        return 2
     report["run_seconds"] = round(time.perf_counter() - started_run, 1)
-    text = json.dumps(report, indent=2, ensure_ascii=False, default=str)
+    text = record.dumps(run.finish(report))
     print(text)
     args.json.write_text(text + "\n")
     return 0 if ok else 1
