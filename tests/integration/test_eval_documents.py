@@ -160,12 +160,22 @@ def test_documents_eval_compares_chunks_with_whole_documents(
     assert _eval_databases(pg_server) == []
 
     # A second run takes every passage vector from the cache.
-    again, _ = _run(url, tmp_path, collection, "--modes", "lexical", "--limit-queries", "2")
+    again, _ = _run(url, tmp_path, collection, "--modes", "vector", "--limit-queries", "2")
     assert again["ingest"]["chunked"]["texts_embedded"] == 0
     assert again["ingest"]["chunked"]["texts_from_cache"] == chunks
     assert again["ingest"]["whole"]["texts_embedded"] == 0
-    assert list(again["results"]["chunked"]) == ["lexical", "bm25s"]
+    assert list(again["results"]["chunked"]) == ["vector", "bm25s"]
     assert again["collection"]["queries_evaluated"] == 2
+
+    # Lexical searches alone embed nothing, not even into an empty cache.
+    fresh = tmp_path / "fresh-home"
+    fresh.mkdir()
+    lexical, _ = _run(url, fresh, collection, "--modes", "lexical")
+    for store in ("chunked", "whole"):
+        assert lexical["ingest"][store]["texts_embedded"] == 0
+        assert lexical["ingest"][store]["texts_from_cache"] == 0
+    assert list(lexical["results"]["chunked"]) == ["lexical", "bm25s"]
+    assert lexical["results"]["chunked"]["lexical"]["document"]["nDCG@10"] == 1.0
 
 
 def test_subsets_are_evenly_spaced_and_keep_judged_queries(tmp_path: Path) -> None:

@@ -192,7 +192,7 @@ def select(
 
 @contextmanager
 def _store(
-    settings: Settings, embedder: CachingPassageEmbedder, on_database: Callable[[str], None] | None
+    settings: Settings, embedder: CachingPassageEmbedder | None, on_database: Callable[[str], None] | None
 ) -> Iterator[tuple[App, Settings]]:
     with isolated_database(settings, on_database) as url:
         scoped = settings.model_copy(
@@ -467,10 +467,12 @@ def evaluate_documents(
     results: dict[str, dict[str, Any]] = {"chunked": {}, "whole": {}}
     ingest: dict[str, Any] = {}
     counts: dict[str, int] = {}
+    # Lexical searches alone need no vectors: nothing is embedded for them (chunks stay pending).
+    with_vectors = any(mode != "lexical" for mode in modes)
     with VectorCache(settings.home, active.model, active.dim) as cache:
         caching = CachingPassageEmbedder(active, cache)
         for store, passages in (("chunked", True), ("whole", False)):
-            with _store(settings, caching, on_database) as (app, _scoped):
+            with _store(settings, caching if with_vectors else None, on_database) as (app, _scoped):
                 server = _server_facts(app)
                 if store == "chunked":
                     log, units = ingest_chunked(app, collection, doc_ids, caching, progress)
@@ -478,7 +480,8 @@ def evaluate_documents(
                     log, units = ingest_whole(app, collection, doc_ids, caching, progress)
                 ingest[store] = log.report()
                 counts[store] = len(units)
-                app.search.model_scale()
+                if with_vectors:
+                    app.search.model_scale()
                 for system in systems:
                     run = run_system(system, app.search, queries, units, progress)
                     results[store][system] = _score(run, collection, qrels, passages)
