@@ -9,8 +9,8 @@ import shutil
 import signal
 
 from pgrecall.config import Settings
+from pgrecall.daemon import Holder
 from pgrecall.worker import lifecycle
-from pgrecall.worker.holders import Holder
 from pgrecall.worker.rundir import socket_path
 
 _VOCABULARY = (

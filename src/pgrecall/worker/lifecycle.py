@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pgrecall.config import Settings
-from pgrecall.worker.holders import Holder, Registry
+from pgrecall.daemon import HoldersFile
+from pgrecall.daemon import wait_gone as wait_gone
 from pgrecall.worker.identity import expected_identity, worker_env
 from pgrecall.worker.protocol import PROTOCOL_VERSION
 from pgrecall.worker.rundir import ensure_worker_dir, socket_path, worker_dir
@@ -30,6 +31,10 @@ DEFAULT_GRACE_S = 10.0
 START_TIMEOUT_S = 30.0
 _PING_TIMEOUT_S = 2.0
 _MAX_LOG_BYTES = 5 * 1024 * 1024
+
+
+def _holders(wdir: Path) -> HoldersFile:
+    return HoldersFile(wdir / "holders.json", wdir / "lock")
 
 
 def home_of(settings: Settings) -> Path:
@@ -129,11 +134,11 @@ def ensure_worker(
     Returns as soon as the worker answers `status` (models load later, on first need or `warm`).
     """
     home = home_of(settings)
-    registry = Registry(ensure_worker_dir(home))
-    with registry.locked():
+    holders = _holders(ensure_worker_dir(home))
+    with holders.locked():
         path = socket_path(home, create=True)
         assert path is not None
-        registry.add(Holder.current())
+        holders.hold()
         status = ping(path)
         wanted = expected_identity(settings)
         if status is not None and _serves(status, wanted):
@@ -177,9 +182,9 @@ def release(settings: Settings) -> None:
     wdir = worker_dir(home)
     if not wdir.is_dir():
         return
-    registry = Registry(wdir)
-    with registry.locked():
-        registry.remove(Holder.current())
+    holders = _holders(wdir)
+    with holders.locked():
+        holders.let_go()
 
 
 def stop_worker(settings: Settings, timeout: float = 10.0) -> bool:
@@ -191,14 +196,3 @@ def stop_worker(settings: Settings, timeout: float = 10.0) -> bool:
     with contextlib.suppress(WorkerUnavailableError):
         call(path, {"op": "shutdown"}, timeout=timeout)
     return wait_gone(int(status["pid"]), float(status["started"]), timeout)
-
-
-def wait_gone(pid: int, started: float, timeout: float) -> bool:
-    """Poll until process (pid, start time) has exited."""
-    holder = Holder(pid, started)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not holder.alive():
-            return True
-        time.sleep(0.05)
-    return not holder.alive()

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from pgrecall.daemon import HoldersFile, watch_holders
 from pgrecall.worker import protocol
 from pgrecall.worker.admission import Admission, Limits, frame_reader, peer_pid
 from pgrecall.worker.detect_lane import DetectJob, DetectLane
-from pgrecall.worker.holders import Registry
 from pgrecall.worker.models import EmbedderHost
 from pgrecall.worker.protocol import BusyError, Frame, ProtocolError, error_reply
 from pgrecall.worker.rundir import RunDirError, ensure_worker_dir, socket_path, verify_private_dir
@@ -57,10 +57,10 @@ class WorkerServer:
     ) -> None:
         self.options = options
         self.wdir = ensure_worker_dir(options.home)
-        self.registry = Registry(self.wdir)
+        self.holders = HoldersFile(self.wdir / "holders.json", self.wdir / "lock")
         self.socket_path = options.socket or socket_path(options.home, create=False)
         if self.socket_path is None:
-            with self.registry.locked():
+            with self.holders.locked():
                 self.socket_path = socket_path(options.home, create=True)
         assert self.socket_path is not None
         verify_private_dir(self.socket_path.parent)
@@ -123,24 +123,14 @@ class WorkerServer:
         self.scheduler.start()
         self.detect.start()
         threading.Thread(target=self._accept_loop, name="accept", daemon=True).start()
-        empty_since: float | None = None
-        while not self._stop.wait(self.options.prune_interval_s):
-            if not self._still_ours():
-                log.warning("socket %s was removed or replaced; exiting", self.socket_path)
-                break
-            with self.registry.locked():
-                holders = self.registry.prune()
-                if holders:
-                    empty_since = None
-                    continue
-                now = time.monotonic()
-                empty_since = empty_since if empty_since is not None else now
-                if now - empty_since >= self.options.grace_s:
-                    # Unlinked under the lock: a client that takes the lock next sees no socket and
-                    # starts a fresh worker instead of registering with this one as it leaves.
-                    self._unlink_socket()
-                    log.info("no holder left for %.1f s; exiting", self.options.grace_s)
-                    break
+        watch_holders(
+            self.holders,
+            grace_s=self.options.grace_s,
+            interval_s=self.options.prune_interval_s,
+            stop=self._stop,
+            still_ours=self._still_ours,
+            leave=self._unlink_socket,
+        )
         self._shutdown()
         self._drain(timeout=5.0)
         return 0
@@ -247,7 +237,7 @@ class WorkerServer:
         """The `status` reply: identity, per-model load state, lane backlog."""
         # Read without the lock: the file is replaced atomically, and a starter holds the lock while it
         # waits for this very reply.
-        holders = [h.pid for h in self.registry.read()]
+        holders = [h.pid for h in self.holders.read().holders]
         return {
             "ok": True,
             "protocol": protocol.PROTOCOL_VERSION,
