@@ -347,7 +347,7 @@ def _role(pid: int, cmdline: list[str]) -> str:
     line = " ".join(cmdline)
     if pid == os.getpid():
         return "load clients"
-    if "pgrecall.worker.detect_child" in line:
+    if "multiprocessing.spawn" in line:  # the worker's detection process
         return "language detector"
     if "pgrecall.worker" in line and "pgrecall-load-run-" in line:
         return "model worker"

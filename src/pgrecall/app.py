@@ -137,8 +137,8 @@ class App:
             # An http provider bounds each call itself; the bundled models compute in this process.
             self._maintenance_embedder = create_embedder(self.settings)
             return self._maintenance_embedder
+        from pgrecall.embeddings.factory import expected_identity
         from pgrecall.worker.client import WorkerClient, WorkerEmbedder
-        from pgrecall.worker.identity import expected_identity
 
         self.worker = WorkerClient(self.settings, grace_s=self.settings.worker_idle_s)
         identity = expected_identity(self.settings)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import http.server
+import json
 import socket
+import socketserver
+import struct
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 # The accept loop wakes this often to see whether it should stop; it never runs past close().
 _POLL_S = 0.05
@@ -77,14 +81,33 @@ class SlowWorker:
         self.path = path
         self.delay_s = delay_s
         self.dim = dim
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(path)
-        self._listener.listen(16)
-        self._listener.settimeout(_POLL_S)
         self._lock = threading.Lock()
         self._requests = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="slow-worker", daemon=True)
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["texts"]
+                with outer._lock:
+                    outer._requests += 1
+                if outer._stop.wait(outer.delay_s):
+                    return
+                rows = [[1.0] + [0.0] * (outer.dim - 1) for _ in texts]
+                body = struct.pack(f"<{len(rows) * outer.dim}f", *(x for row in rows for x in row))
+                self.send_response(200)
+                self.send_header("X-Shape", f"{len(rows)},{outer.dim}")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                with suppress(OSError):  # the client gave up (its deadline): what the test is about
+                    self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = socketserver.ThreadingUnixStreamServer(path, Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(_POLL_S,), daemon=True)
         self._thread.start()
 
     @property
@@ -93,39 +116,9 @@ class SlowWorker:
         with self._lock:
             return self._requests
 
-    def _serve(self) -> None:
-        from pgrecall.worker.protocol import encode_frame, encode_vectors, read_frame
-
-        for _ in range(10_000):  # bounded: one accept (or one 50 ms wait) per iteration
-            if self._stop.is_set():
-                return
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(5.0)
-                try:
-                    frame = read_frame(conn.recv)
-                except (OSError, ValueError):
-                    continue
-                if frame is None:
-                    continue
-                with self._lock:
-                    self._requests += 1
-                if self._stop.wait(self.delay_s):
-                    return
-                texts = frame.header.get("texts", [])
-                header, body = encode_vectors([[1.0] + [0.0] * (self.dim - 1) for _ in texts])
-                try:
-                    conn.sendall(encode_frame({"ok": True, **header}, body))
-                except OSError:
-                    continue  # the client gave up (its deadline): what the test is about
-
     def close(self) -> None:
         """Stop serving."""
         self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
         self._thread.join(timeout=5)
-        self._listener.close()

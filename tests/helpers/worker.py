@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import os
 import random
 import shutil
 import signal
+import socket
+from typing import Any
 
 from pgrecall.config import Settings
+from pgrecall.daemon import Holder
 from pgrecall.worker import lifecycle
-from pgrecall.worker.holders import Holder
 from pgrecall.worker.rundir import socket_path
 
 _VOCABULARY = (
@@ -56,3 +60,32 @@ def stop(settings: Settings) -> None:
 def alive(pid: int, started: float) -> bool:
     """True while process (pid, start time) exists."""
     return Holder(pid, started).alive()
+
+
+def http_request(
+    method: str, route: str, payload: object = None, *, content_length: int | None = None
+) -> bytes:
+    """The bytes of one HTTP request to the worker (a JSON body when payload is given)."""
+    body = b"" if payload is None else json.dumps(payload).encode()
+    length = len(body) if content_length is None else content_length
+    head = f"{method} {route} HTTP/1.1\r\nHost: worker\r\nContent-Length: {length}\r\n\r\n"
+    return head.encode() + body
+
+
+def read_reply(sock: socket.socket) -> tuple[int, dict[str, Any]] | None:
+    """Status and JSON body of the worker's reply on sock; None if it closes without replying."""
+    response = http.client.HTTPResponse(sock)
+    try:
+        response.begin()
+        return response.status, json.loads(response.read())
+    except (http.client.HTTPException, ConnectionResetError):
+        return None
+
+
+def exchange(path: object, payload: bytes, timeout: float = 30) -> tuple[int, dict[str, Any]] | None:
+    """Send raw bytes to the worker at path on a fresh connection; its reply (or None)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        sock.sendall(payload)
+        return read_reply(sock)

@@ -1,7 +1,7 @@
 """Issue 39 point 9: one process of the user cannot starve the worker for the others.
 
-A real worker process is flooded over its unix socket by this test process (partial frames,
-oversized or deeply nested headers, every connection it can open); a query from another process
+A real worker process is flooded over its unix socket by this test process (partial requests,
+oversized or deeply nested bodies, every connection it can open); a query from another process
 must still be answered. Waits are bounded "does not hang" limits, never performance thresholds.
 """
 
@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -20,22 +19,24 @@ from pathlib import Path
 
 import pytest
 
-from pgrecall.worker import protocol
+from pgrecall.worker.lifecycle import ping
 from pgrecall.worker.rundir import socket_path
-from pgrecall.worker.transport import call
+from pgrecall.worker.server import MAX_BODY_BYTES
+from tests.helpers.worker import exchange, http_request, read_reply
 
 pytestmark = pytest.mark.slow
 
 PER_PEER = 4
-# Long enough that the flood is fully opened before the first partial frames expire, however
+# Long enough that the flood is fully opened before the first partial requests expire, however
 # loaded the machine: an expired one frees a slot and a later connection is admitted, not refused.
 READ_TIMEOUT_S = 20.0
 _QUERY = """
 import json, sys
 from pathlib import Path
-from pgrecall.worker.transport import call
-reply = call(Path(sys.argv[1]), {"op": "queries", "texts": ["where is the backup window"]}, timeout=300)
-print(json.dumps(reply.header))
+from pgrecall.worker.lifecycle import call, http_client
+texts = {"texts": ["where is the backup window"]}
+reply = call(http_client(Path(sys.argv[1])), "/queries", texts, timeout=300)
+print(json.dumps({"ok": True, "n": int(reply.headers["X-Shape"].split(",")[0])}))
 """
 
 
@@ -55,10 +56,8 @@ def worker(home: Path) -> Iterator[Path]:
     try:
         for _ in range(600):  # bounded wait for the socket to answer
             path = socket_path(home, create=False)
-            if path is not None:
-                with contextlib.suppress(Exception):
-                    if call(path, {"op": "status"}, timeout=5).header.get("ok"):
-                        break
+            if path is not None and ping(path, timeout=5) is not None:
+                break
             assert proc.poll() is None, "the worker exited"
             time.sleep(0.1)
         else:
@@ -66,7 +65,7 @@ def worker(home: Path) -> Iterator[Path]:
         yield path
     finally:
         with contextlib.suppress(Exception):
-            call(path, {"op": "shutdown"}, timeout=5)
+            exchange(path, http_request("POST", "/shutdown", {}), timeout=5)
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
@@ -90,31 +89,29 @@ def _connect(path: Path) -> socket.socket:
     return sock
 
 
-def _reply_or_close(sock: socket.socket) -> protocol.Frame | None:
-    try:
-        return protocol.read_frame(sock.recv)
-    except (protocol.ProtocolError, ConnectionResetError):
-        return None
+def _reply_or_close(sock: socket.socket) -> dict[str, object] | None:
+    reply = read_reply(sock)
+    return None if reply is None else reply[1]
 
 
 def test_a_flood_of_partial_frames_leaves_room_for_another_process(worker: Path) -> None:
     flood = [_connect(worker) for _ in range(64)]
     try:
         for sock in flood:
-            # A frame begun, never finished; a connection refused already may be closed.
+            # A request begun, never finished; a connection refused already may be closed.
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                sock.sendall(protocol.MAGIC)
+                sock.sendall(b"POST /queries HTTP/1.1\r\n")
         # Beyond its share the flooding process is told at once that the worker is busy.
         busy = 0
         for sock in flood[PER_PEER:]:
             reply = _reply_or_close(sock)
-            assert reply is not None and reply.header["kind"] == "busy", reply
+            assert reply is not None and reply["kind"] == "busy", reply
             busy += 1
         assert busy == 64 - PER_PEER
         # Another process is served while the flood's connections are still open.
         answer = _query_from_another_process(worker)
         assert answer["ok"] is True and answer["n"] == 1, answer
-        # The partial frames are dropped after the read timeout: nothing is held for good.
+        # The partial requests are dropped after the read timeout: nothing is held for good.
         for sock in flood[:PER_PEER]:
             assert _reply_or_close(sock) is None
     finally:
@@ -122,25 +119,25 @@ def test_a_flood_of_partial_frames_leaves_room_for_another_process(worker: Path)
             sock.close()
 
 
-def test_hostile_frames_get_a_reply_before_anything_is_allocated(worker: Path) -> None:
-    with _connect(worker) as sock:  # requests carry no body: a body length is refused unread
-        sock.sendall(struct.pack(">4sII", protocol.MAGIC, 2, 1))
+def test_hostile_requests_get_a_reply_before_anything_is_allocated(worker: Path) -> None:
+    with _connect(worker) as sock:  # a body over the cap is refused unread
+        sock.sendall(http_request("POST", "/queries", content_length=MAX_BODY_BYTES + 1))
         reply = _reply_or_close(sock)
-        assert reply is not None and "body of 1 bytes" in reply.header["error"], reply
+        assert reply is not None and f"body of {MAX_BODY_BYTES + 1} bytes" in str(reply["error"]), reply
     deep = b"[" * 200_000 + b"]" * 200_000
     with _connect(worker) as sock:  # nesting a JSON parser cannot follow: a reply, not a dead thread
-        sock.sendall(struct.pack(">4sII", protocol.MAGIC, len(deep), 0) + deep)
+        sock.sendall(http_request("POST", "/queries", content_length=len(deep)) + deep)
         reply = _reply_or_close(sock)
-        assert reply is not None and "nested too deeply" in reply.header["error"], reply
-    # Two largest headers at once from one process: one of them is refused before it is read
-    # (whichever the worker reads second), the other dropped when its frame does not come in time.
+        assert reply is not None and "nested too deeply" in str(reply["error"]), reply
+    # Two largest bodies at once from one process: one of them is refused before it is read
+    # (whichever the worker reads second), the other dropped when its body does not come in time.
     pair = [_connect(worker), _connect(worker)]
     try:
-        announce = struct.pack(">4sII", protocol.MAGIC, protocol.MAX_HEADER_BYTES, 0)
+        announce = http_request("POST", "/queries", content_length=MAX_BODY_BYTES)
         for sock in pair:
             sock.sendall(announce + b"{")
         replies = [_reply_or_close(sock) for sock in pair]
-        kinds = sorted(str(r.header.get("kind")) if r is not None else "closed" for r in replies)
+        kinds = sorted(str(r.get("kind")) if r is not None else "closed" for r in replies)
         assert kinds == ["busy", "closed"], replies
         answer = _query_from_another_process(worker)
         assert answer["ok"] is True, answer

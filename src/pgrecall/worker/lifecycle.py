@@ -8,6 +8,7 @@ prunes dead holders and exits a grace period after the last one left.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import subprocess
@@ -17,12 +18,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from pgrecall.config import Settings
-from pgrecall.worker.holders import Holder, Registry
-from pgrecall.worker.identity import expected_identity, worker_env
-from pgrecall.worker.protocol import PROTOCOL_VERSION
+from pgrecall.daemon import HoldersFile
+from pgrecall.daemon import wait_gone as wait_gone
+from pgrecall.embeddings.base import EmbeddingError
+from pgrecall.embeddings.factory import expected_identity
+from pgrecall.worker import PROTOCOL_VERSION
 from pgrecall.worker.rundir import ensure_worker_dir, socket_path, worker_dir
-from pgrecall.worker.transport import WorkerUnavailableError, call
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +34,98 @@ DEFAULT_GRACE_S = 10.0
 START_TIMEOUT_S = 30.0
 _PING_TIMEOUT_S = 2.0
 _MAX_LOG_BYTES = 5 * 1024 * 1024
+_JSON = {"Content-Type": "application/json"}
+
+
+# Settings the worker needs to build the same embedder as its starter. Passed explicitly in the
+# child's environment: the starter may have built Settings from arguments rather than from env.
+_FORWARDED = (
+    "embedder",
+    "embedding_url",
+    "embedding_model",
+    "embedding_dim",
+    "embedding_timeout_s",
+    "embedding_total_timeout_s",
+    "embedding_prefix_mode",
+    "embedding_retries",
+    "embedding_batch_size",
+    "embedding_threads",
+    "detector",
+)
+
+
+def worker_env(settings: Settings, base: dict[str, str]) -> dict[str, str]:
+    """The environment of a worker started for these settings: base plus the provider's settings."""
+    env = dict(base)
+    env["PGRECALL_HOME"] = str(Path(settings.home).expanduser().resolve())
+    for name in _FORWARDED:
+        key = f"PGRECALL_{name.upper()}"
+        value = getattr(settings, name)
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(value)
+    if settings.embedding_api_key is not None:
+        env["PGRECALL_EMBEDDING_API_KEY"] = settings.embedding_api_key.get_secret_value()
+    else:
+        env.pop("PGRECALL_EMBEDDING_API_KEY", None)
+    return env
+
+
+class WorkerUnavailableError(EmbeddingError):
+    """The worker could not be reached, died mid-request, or refused the request."""
+
+
+class NotRunningError(WorkerUnavailableError):
+    """Nothing listens on the socket (safe to start a worker and retry: nothing was sent)."""
+
+
+def http_client(path: Path) -> httpx.Client:
+    """An HTTP client of the worker at `path` (thread-safe; keeps a few connections open)."""
+    # As many connections as the worker admits from one process (more would be refused as busy:
+    # they wait for a free one instead); idle ones are dropped before the worker's idle timeout
+    # (10 s) could close one under a request.
+    limits = httpx.Limits(max_connections=16, max_keepalive_connections=8, keepalive_expiry=5.0)
+    # Plain HTTP on a unix socket: no TLS context (loading the CA bundle costs 7 MB and 0.2 s per
+    # client), and no proxy from the environment, which would otherwise be sent these requests.
+    transport = httpx.HTTPTransport(uds=str(path), limits=limits, verify=False)
+    return httpx.Client(transport=transport, base_url="http://worker", trust_env=False)
+
+
+def call(
+    http: httpx.Client, route: str, payload: dict[str, Any] | None = None, *, timeout: float
+) -> httpx.Response:
+    """One request (GET without a payload, else POST of JSON); the 200 response.
+
+    Raises NotRunningError if nothing accepts the connection, and WorkerUnavailableError if the
+    exchange fails after connecting (the worker died, hung up or timed out) or the worker refused it.
+    """
+    try:
+        if payload is None:
+            response = http.get(route, timeout=timeout)
+        else:
+            body = json.dumps(payload, ensure_ascii=False).encode()
+            response = http.post(route, content=body, timeout=timeout, headers=_JSON)
+    except UnicodeEncodeError as exc:
+        # A lone surrogate (from a broken decode upstream) has no UTF-8 form; no engine could embed it.
+        raise WorkerUnavailableError(f"text is not valid Unicode: {exc.reason} at {exc.start}") from exc
+    except httpx.ConnectError as exc:
+        raise NotRunningError(f"no worker listens: {exc}", reason="connection refused") from exc
+    except httpx.HTTPError as exc:
+        reason = "timeout" if isinstance(exc, httpx.TimeoutException) else None
+        raise WorkerUnavailableError(f"worker request {route} failed: {exc!r}", reason=reason) from exc
+    if response.status_code != 200:
+        try:
+            reply = response.json()
+            kind, error = reply["kind"], reply["error"]
+        except (ValueError, KeyError, TypeError):
+            kind, error = response.status_code, response.text[:200]
+        raise WorkerUnavailableError(f"worker refused {route} ({kind}): {error}")
+    return response
+
+
+def _holders(wdir: Path) -> HoldersFile:
+    return HoldersFile(wdir / "holders.json", wdir / "lock")
 
 
 def home_of(settings: Settings) -> Path:
@@ -41,16 +137,22 @@ def ping(path: Path | None, timeout: float = _PING_TIMEOUT_S) -> dict[str, Any] 
     """The worker's status reply, or None if nothing answers at path."""
     if path is None:
         return None
-    try:
-        reply = call(path, {"op": "status"}, timeout=timeout)
-    except WorkerUnavailableError:
-        return None
-    return reply.header if reply.header.get("ok") is True else None
+    with http_client(path) as http:
+        try:
+            status: dict[str, Any] = call(http, "/status", timeout=timeout).json()
+        except (WorkerUnavailableError, ValueError):
+            return None
+    return status if status.get("ok") is True else None
 
 
 def worker_status(settings: Settings) -> dict[str, Any] | None:
     """Status of the running worker of this home, or None (never starts one)."""
     return ping(socket_path(home_of(settings), create=False))
+
+
+def _shutdown(path: Path, timeout: float) -> None:
+    with http_client(path) as http, contextlib.suppress(WorkerUnavailableError):
+        call(http, "/shutdown", {}, timeout=timeout)
 
 
 def _log_tail(path: Path, lines: int = 15) -> str:
@@ -76,21 +178,8 @@ def _spawn(settings: Settings, path: Path, grace_s: float) -> subprocess.Popen[b
     home = home_of(settings)
     wdir = worker_dir(home)
     model, dim = expected_identity(settings)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pgrecall.worker",
-        "--home",
-        str(home),
-        "--socket",
-        str(path),
-        "--grace-s",
-        str(grace_s),
-        "--model",
-        model,
-        "--dim",
-        str(dim),
-    ]
+    options = {"--home": home, "--socket": path, "--grace-s": grace_s, "--model": model, "--dim": dim}
+    cmd = [sys.executable, "-m", "pgrecall.worker", *(str(item) for pair in options.items() for item in pair)]
     log_file = wdir / "worker.log"
     with contextlib.suppress(OSError):
         # One previous log is kept; workers come and go with every CLI command.
@@ -129,11 +218,11 @@ def ensure_worker(
     Returns as soon as the worker answers `status` (models load later, on first need or `warm`).
     """
     home = home_of(settings)
-    registry = Registry(ensure_worker_dir(home))
-    with registry.locked():
+    holders = _holders(ensure_worker_dir(home))
+    with holders.locked():
         path = socket_path(home, create=True)
         assert path is not None
-        registry.add(Holder.current())
+        holders.hold()
         status = ping(path)
         wanted = expected_identity(settings)
         if status is not None and _serves(status, wanted):
@@ -148,8 +237,7 @@ def ensure_worker(
                 status.get("model"),
                 wanted[0],
             )
-            with contextlib.suppress(WorkerUnavailableError):
-                call(path, {"op": "shutdown"}, timeout=10)
+            _shutdown(path, timeout=10)
             pid, started = status.get("pid"), status.get("started")
             if isinstance(pid, int) and isinstance(started, int | float):
                 wait_gone(pid, float(started), 10)
@@ -177,9 +265,9 @@ def release(settings: Settings) -> None:
     wdir = worker_dir(home)
     if not wdir.is_dir():
         return
-    registry = Registry(wdir)
-    with registry.locked():
-        registry.remove(Holder.current())
+    holders = _holders(wdir)
+    with holders.locked():
+        holders.let_go()
 
 
 def stop_worker(settings: Settings, timeout: float = 10.0) -> bool:
@@ -188,17 +276,5 @@ def stop_worker(settings: Settings, timeout: float = 10.0) -> bool:
     status = ping(path)
     if status is None or path is None:
         return True
-    with contextlib.suppress(WorkerUnavailableError):
-        call(path, {"op": "shutdown"}, timeout=timeout)
+    _shutdown(path, timeout)
     return wait_gone(int(status["pid"]), float(status["started"]), timeout)
-
-
-def wait_gone(pid: int, started: float, timeout: float) -> bool:
-    """Poll until process (pid, start time) has exited."""
-    holder = Holder(pid, started)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not holder.alive():
-            return True
-        time.sleep(0.05)
-    return not holder.alive()
