@@ -55,6 +55,20 @@ def test_the_documents_eval_tables_are_the_json(marker: str, json_name: str) -> 
         assert float(whole_doc) == results["whole"][system]["document"]["nDCG@10"], row
 
 
+def test_the_whole_collection_lexical_table_is_the_json() -> None:
+    table = _table_after("benchmarks-documents.md", "| collection (all documents, all queries) |")
+    for run in _json("documents-eval-lexical-full.json")["collections"]:
+        name = run["collection"]["name"]
+        row = next(cells for label, cells in table.items() if label.startswith(name + " "))
+        chunked, whole = run["results"]["chunked"], run["results"]["whole"]
+        doc, one, gain, passage, bm25 = (float(cell.replace("+", "")) for cell in row)
+        assert doc == chunked["lexical"]["document"]["nDCG@10"], name
+        assert one == whole["lexical"]["document"]["nDCG@10"], name
+        assert gain == round(doc - one, 4), name
+        assert passage == chunked["lexical"]["passage"]["nDCG@10"], name
+        assert bm25 == chunked["bm25s"]["document"]["nDCG@10"], name
+
+
 def test_the_tool_list_size_is_the_json() -> None:
     quoted = re.search(r"input schemas\) is ([\d ]+) bytes", (DOCS / "mcp.md").read_text())
     assert quoted is not None, "docs/mcp.md no longer quotes the model-visible size of tools/list"
