@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from mcp import Client
 
@@ -116,16 +118,19 @@ async def test_convex_fusion_weighs_the_model_scale_and_relative_bm25(runtime: R
     async with Client(create_server(runtime)) as client:
         await _load(client)
         result = await call(client, "search", query="Häuser am See", explain=True, top_k=5)
-        # Three words: a prior of 1 / (1 + 0.2 ln 4) ≈ 0.78 of the cosine, moved by what the
+        # Three words: a prior of 0.9 / (1 + 0.1 ln 4) ≈ 0.79 of the cosine, moved by what the
         # branches found for this question; explain shows both and the evidence.
         prior = Tuning().vector_weight("Häuser am See")
-        assert 0.78 < prior < 0.79
+        assert 0.79 < prior < 0.80
         assert result["fusion"] == "convex"
         evidence = result["fusion_evidence"]
         assert evidence["length_prior"] == round(prior, 6)
         assert set(evidence) >= {"agreement", "vector_gap", "lexical_gap", "coverage", "n_vec", "n_lex"}
         assert evidence["coverage"] == 1.0 and evidence["n_lex"] >= 1
+        # The shipped rule: the prior's log-odds − 2 × (the best cosine on the model's scale − 1).
+        z = math.log(prior / (1 - prior)) - 2.0 * (evidence["vector_top"] - 1.0)
         w = result["fusion_weights"]["vector"]
+        assert w == pytest.approx(min(0.95, max(0.05, 1 / (1 + math.exp(-z)))), abs=1e-6)
         assert result["fusion_weights"] == {"vector": w, "lexical": round(1 - w, 6)}
         assert 0.05 <= w <= 0.95
         hits = result["hits"]

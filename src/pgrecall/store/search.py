@@ -58,7 +58,7 @@ HNSW_DIMS = frozenset({384, 512, 768, 1024, 1536})
 
 
 # What the statement reads off the two branches for convex fusion's weight (its `evidence` CTE).
-EVIDENCE_NAMES = ("agreement", "vector_gap", "lexical_gap", "coverage")
+EVIDENCE_NAMES = ("agreement", "vector_gap", "lexical_gap", "coverage", "vector_top")
 
 
 @dataclass(frozen=True)
@@ -95,17 +95,19 @@ class Tuning:
     cap: int = 1_000
     k1: float = 1.2
     b: float = 0.75
-    # Convex fusion: the cosine's weight w (the BM25 part has 1 − w) falls with the query's length,
-    # w = base / (1 + length_factor · ln(1 + words)), within 0.1..0.9: one dense vector sums up a
-    # short question well, while every further word adds BM25 evidence. Chosen as the best worst
-    # margin over the development collections (benchmarks/fusion.py).
-    vector_weight_base: float = 1.0
-    vector_weight_length_factor: float = 0.2
-    # The weight this question's evidence gives (the statement's `weight` CTE): the length prior moved
-    # in log-odds by Σ coefficient × (evidence − its typical value), within evidence_bounds; a branch
-    # that found nothing leaves the whole weight to the other. Chosen on some collections and
-    # reported on others (benchmarks/fusion_evidence.py, docs/fusion-evidence.md).
-    evidence: tuple[Evidence, ...] = ()
+    # Convex fusion: the cosine's weight w (the BM25 part has 1 − w) starts from a prior that falls
+    # with the query's length, base / (1 + length_factor · ln(1 + words)), within 0.1..0.9: one dense
+    # vector sums up a short question well, while every further word adds BM25 evidence.
+    vector_weight_base: float = 0.9
+    vector_weight_length_factor: float = 0.1
+    # The statement's `weight` CTE then moves the prior in log-odds by Σ coefficient × (evidence − its
+    # typical value), within evidence_bounds; a branch that found nothing leaves the whole weight to
+    # the other. Shipped: the vector branch's best cosine on the model's scale, against 1 (a typical
+    # answer's): when the model finds a passage far closer than a typical answer, its neighbours are
+    # close too (a package and its -dev/-doc siblings, one topic's abstracts) and the words decide
+    # more. Prior and term chosen together on cranfield, debian-ja, debian-en and debian-zh, with both
+    # halves cross-checked on each other (benchmarks/fusion_evidence.py, docs/fusion-evidence.md).
+    evidence: tuple[Evidence, ...] = (Evidence("vector_top", -2.0, 1.0),)
     evidence_bounds: tuple[float, float] = (0.05, 0.95)
     # Lexical, in a store of several languages: the query is searched only in languages whose
     # vocabulary holds this share of the query words the best-covered language holds, and their BM25

@@ -325,12 +325,14 @@ evidence AS MATERIALIZED (
     -- vector_gap the cosine of the vector branch's first minus its tenth, on the model's scale:
     --            a question whose best passage stands out from the rest;
     -- lexical_gap 1 − the tenth BM25 / the first: the same for the words;
-    -- coverage   the share of the query's terms (of its language) that the best lexical hit holds.
+    -- coverage   the share of the query's terms (of its language) that the best lexical hit holds;
+    -- vector_top the best cosine on the model's scale (1 = a typical answer's).
     SELECT v.n AS n_vec, l.n AS n_lex,
            (SELECT count(*) FROM vec a JOIN lex b ON b.id = a.id WHERE a.rank <= 10 AND b.rank <= 10)::float8
              / greatest(1, least(10, v.n, l.n)) AS agreement,
            coalesce((v.best - v.tenth) / (%(cos_hi)s - %(cos_lo)s), 0.0) AS vector_gap,
            coalesce(1.0 - l.tenth / nullif(l.best, 0.0), 0.0) AS lexical_gap,
+           coalesce((v.best - %(cos_lo)s) / (%(cos_hi)s - %(cos_lo)s), 0.0) AS vector_top,
            coalesce((SELECT avg((c.tsv @@ t.tq)::int)
                      FROM lex x JOIN cand c ON c.id = x.id JOIN terms t ON t.cfg = x.cfg
                      WHERE x.rank = 1), 0.0) AS coverage
@@ -350,7 +352,8 @@ weight AS MATERIALIZED (
                          + %(b_agreement)s * (e.agreement - %(c_agreement)s)
                          + %(b_vector_gap)s * (e.vector_gap - %(c_vector_gap)s)
                          + %(b_lexical_gap)s * (e.lexical_gap - %(c_lexical_gap)s)
-                         + %(b_coverage)s * (e.coverage - %(c_coverage)s)))))) END AS w_vec
+                         + %(b_coverage)s * (e.coverage - %(c_coverage)s)
+                         + %(b_vector_top)s * (e.vector_top - %(c_vector_top)s)))))) END AS w_vec
     FROM evidence e
 ),
 fused AS (
