@@ -263,6 +263,20 @@ def tune_all(cache: Path, out: Path | None) -> None:
         for n, row in rows.items():
             old = doc["collections"][n]["old_margin"]
             print(f"  {n:13} {row['role']:8} old {old:+.4f}  new {row['margin']:+.4f}", flush=True)
+    # What each part of the shipped rule does: the re-fitted prior alone, the evidence term alone.
+    shipped = Tuning()
+    named: dict[str, Rule] = {
+        "old": OLD,
+        "prior only": {"base": shipped.vector_weight_base, "factor": shipped.vector_weight_length_factor},
+        "evidence on the old prior": OLD | {t.name: t.coefficient for t in shipped.evidence},
+        "shipped": {"base": shipped.vector_weight_base, "factor": shipped.vector_weight_length_factor}
+        | {t.name: t.coefficient for t in shipped.evidence},
+    }
+    doc["named"] = {}
+    for label, rule in named.items():
+        row = {n: ndcg(sets[n], lambda q, r=rule: q.fused(r)) - best[n] for n in names}
+        doc["named"][label] = {"rule": rule, "margins": row}
+        print(f"{label:26} " + "  ".join(f"{n} {v:+.4f}" for n, v in row.items()), flush=True)
     if out:
         out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {out}")
