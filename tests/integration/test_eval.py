@@ -91,7 +91,7 @@ def test_eval_reports_every_metric_in_an_isolated_database(
     assert doc["results"]["hybrid"]["fusion_used"] == {"convex": 6}
     assert doc["results"]["hybrid_rrf"]["fusion_used"] == {"rrf": 6}
     assert (
-        "fusion: convex (vector weight 0.9 / (1 + 0.1 ln(1 + words)), log-odds -2·(vector_top − 1)" in output
+        "fusion: convex (vector weight 1.0 / (1 + 0.2 ln(1 + words)), log-odds -2·(vector_top − 1)" in output
     )
     assert "hybrid_rrf" in output
     assert fusion["vector_weight"]["evidence"] == [

@@ -97,16 +97,17 @@ class Tuning:
     b: float = 0.75
     # Convex fusion: the cosine's weight w (the BM25 part has 1 − w) starts from a prior that falls
     # with the query's length, base / (1 + length_factor · ln(1 + words)), within 0.1..0.9: one dense
-    # vector sums up a short question well, while every further word adds BM25 evidence.
-    vector_weight_base: float = 0.9
-    vector_weight_length_factor: float = 0.1
+    # vector sums up a short question well, while every further word adds BM25 evidence (chosen on
+    # Cranfield, CISI and debian-mixed, benchmarks/fusion.py).
+    vector_weight_base: float = 1.0
+    vector_weight_length_factor: float = 0.2
     # The statement's `weight` CTE then moves the prior in log-odds by Σ coefficient × (evidence − its
     # typical value), within evidence_bounds; a branch that found nothing leaves the whole weight to
-    # the other. Shipped: the vector branch's best cosine on the model's scale, against 1 (a typical
-    # answer's): when the model finds a passage far closer than a typical answer, its neighbours are
-    # close too (a package and its -dev/-doc siblings, one topic's abstracts) and the words decide
-    # more. Prior and term chosen together on cranfield, debian-ja, debian-en and debian-zh, with both
-    # halves cross-checked on each other (benchmarks/fusion_evidence.py, docs/fusion-evidence.md).
+    # the other. The one term: the vector branch's best cosine on the model's scale, against 1 (a
+    # typical answer's): when the model finds a passage far closer than a typical answer, its
+    # neighbours are close too (a package and its -dev/-doc siblings, one topic's abstracts) and the
+    # words decide more. Frozen before it was measured on a collection no tuning had seen
+    # (benchmarks/fusion_evidence.py, docs/fusion-evidence.md).
     evidence: tuple[Evidence, ...] = (Evidence("vector_top", -2.0, 1.0),)
     evidence_bounds: tuple[float, float] = (0.05, 0.95)
     # Lexical, in a store of several languages: the query is searched only in languages whose
