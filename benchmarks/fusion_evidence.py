@@ -8,9 +8,10 @@ candidate's cosine, BM25 score, ranks and matched query terms, plus the statemen
 Step 2 (fast, offline): weight rules are replayed on those candidates, exactly as the statement fuses
 (convex: w × the cosine on the model's scale + (1 − w) × BM25 / the best BM25 of the search; a hit one
 branch did not return counts as that branch's weakest), and scored with ir-measures nDCG@10 as
-`pgrecall eval` does. The rule family and its parameters are in `evidence_weight` below, which mirrors
-store/search_sql.py's `evidence` CTE; the split (tuned on / reported on) is fixed in SPLITS before any
-rule was scored.
+`pgrecall eval` does. The rule family is `Query.weight` below, which mirrors the `evidence` and `weight`
+CTEs the search statement had in commit 27a4ade (measured, not shipped: docs/fusion-evidence.md); the
+split (tuned on / reported on) is fixed in SPLITS before any rule was scored. The replay of the old rule
+gives the shipped statement's `pgrecall eval` figures, of the variant those of 27a4ade.
 
 Run: python benchmarks/fusion_evidence.py collect --cache DIR NAME…   (one collection at a time)
      python benchmarks/fusion_evidence.py tune --cache DIR [--json benchmarks/fusion_evidence.json]
@@ -138,6 +139,8 @@ GRID: dict[str, tuple[float, ...]] = {
 }
 Rule = dict[str, float]
 OLD: Rule = {"base": 1.0, "factor": 0.2}
+FIRST_STUDY: Rule = {"base": 0.9, "factor": 0.1, "vector_top": -2.0}
+VARIANT: Rule = OLD | {"vector_top": -2.0}
 
 
 class Query:
@@ -176,7 +179,7 @@ class Query:
         }
 
     def weight(self, rule: Rule) -> float:
-        """The cosine weight the rule gives this question (the statement's `weight` CTE)."""
+        """The cosine weight the rule gives this question (the `weight` CTE of 27a4ade)."""
         if self.n_lex == 0:
             return 1.0
         if self.n_vec == 0:
@@ -273,16 +276,10 @@ def tune_all(cache: Path, out: Path | None) -> None:
         for n, row in rows.items():
             old = doc["collections"][n]["old_margin"]
             print(f"  {n:13} {row['role']:8} old {old:+.4f}  new {row['margin']:+.4f}", flush=True)
-    # The rules compared on every collection: the length rule shipped before issue 37, the rule of
-    # the first study (re-fitted prior + vector_top, lost on CISI), and the variant frozen before the
-    # fresh collection was built: the old prior + the vector_top term (Tuning's defaults).
-    variant = Tuning()
-    named: dict[str, Rule] = {
-        "old": OLD,
-        "first study (0.9, 0.1, vector_top -2)": {"base": 0.9, "factor": 0.1, "vector_top": -2.0},
-        "variant": {"base": variant.vector_weight_base, "factor": variant.vector_weight_length_factor}
-        | {t.name: t.coefficient for t in variant.evidence},
-    }
+    # The rules compared on every collection: the length rule (shipped), the first study's rule
+    # (re-fitted prior + vector_top: lost on CISI) and the variant frozen in commit 27a4ade before
+    # debian-it-sentences was built (the old prior + the vector_top term).
+    named: dict[str, Rule] = {"old": OLD, "first study": FIRST_STUDY, "variant": VARIANT}
     doc["named"] = {}
     for label, rule in named.items():
         value = {n: ndcg(sets[n], lambda q, r=rule: q.fused(r)) for n in names}

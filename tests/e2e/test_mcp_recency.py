@@ -46,10 +46,8 @@ async def test_off_by_default_and_explained_when_on(client: Client, db_url: str)
     plain = await call(client, "search", query=QUESTION, top_k=5, explain=True)
     assert all(h["breakdown"]["recency"] == 0.0 for h in plain["hits"])
     on = await call(client, "search", query=QUESTION, top_k=5, explain=True, recency_half_life_days=30)
-    # What a first place in one branch gives: 1/61 in rrf, the smaller weight of the length prior in
-    # convex (the evidence moves the weights per question, not what recency is worth).
-    prior = on["fusion_evidence"]["length_prior"] if on["fusion"] == "convex" else None
-    first_place = 1 / 61 if prior is None else min(prior, 1 - prior)
+    # What a first place in one branch gives: 1/61 in rrf, the smaller weight in convex.
+    first_place = 1 / 61 if on["fusion"] == "rrf" else min(on["fusion_weights"].values())
     for hit in on["hits"]:
         b = hit["breakdown"]
         assert 0.0 < b["recency"] <= first_place + 1e-6  # the weights are given to 6 decimals

@@ -90,13 +90,7 @@ def test_eval_reports_every_metric_in_an_isolated_database(
     assert fusion["model_scale"]["unrelated"] < fusion["model_scale"]["related"]
     assert doc["results"]["hybrid"]["fusion_used"] == {"convex": 6}
     assert doc["results"]["hybrid_rrf"]["fusion_used"] == {"rrf": 6}
-    assert (
-        "fusion: convex (vector weight 1.0 / (1 + 0.2 ln(1 + words)), log-odds -2·(vector_top − 1)" in output
-    )
-    assert "hybrid_rrf" in output
-    assert fusion["vector_weight"]["evidence"] == [
-        {"name": "vector_top", "coefficient": -2.0, "typical": 1.0}
-    ]
+    assert "fusion: convex (vector weight 1.0 / (1 + 0.2 ln(1 + words))" in output and "hybrid_rrf" in output
     for mode in ("hybrid", "vector", "lexical"):
         latency = doc["results"][mode]["latency"]
         assert latency["queries"] == 6 and latency["p95_ms"] >= latency["p50_ms"] > 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
@@ -15,7 +14,7 @@ from pgrecall.config import Settings
 from pgrecall.embeddings.base import EmbeddingError
 from pgrecall.errors import InvalidInputError
 from pgrecall.services.search import SearchResult, SearchService
-from pgrecall.store.search import Evidence, Tuning
+from pgrecall.store.search import Tuning
 from tests.helpers.search import KeywordSearch
 
 OWNER = "default"
@@ -270,43 +269,3 @@ def test_long_queries_keep_at_most_32_terms_per_language(app: App) -> None:
     result = service(app).search(OWNER, " ".join(words), mode="lexical")
     assert result.query_terms <= 32 and result.hits
     assert {h.id for h in result.hits} >= {target}
-
-
-def test_fusion_weight_follows_what_the_branches_found(app: App) -> None:
-    add(app, "Postgres vacuum reclaims storage held by dead tuples.", language="en")
-    add(app, "Autovacuum cleans up old row versions in the database.", language="en")
-    add(app, "The cat sleeps on the warm windowsill.", language="en")
-    # No word of the question is in any entry: the lexical branch finds nothing, the vector branch
-    # gets the whole weight whatever the length prior says.
-    alone = service(app).search(OWNER, "xylophonequux")
-    assert alone.fusion == "convex" and alone.fusion_weights == {"vector": 1.0, "lexical": 0.0}
-    assert alone.fusion_evidence is not None and alone.fusion_evidence["n_lex"] == 0
-    assert alone.fusion_evidence["n_vec"] == 3
-    # Found by both: the weight is the length prior moved by each evidence term, in log-odds.
-    terms = (Evidence("coverage", -2.0, 0.75), Evidence("agreement", 1.0, 0.3))
-    svc = KeywordSearch(
-        SearchService(app.settings, app.pool, app.catalog, app.embedder, tuning=Tuning(evidence=terms))  # type: ignore[arg-type]
-    )
-    for question in ("how does vacuum reclaim dead tuples", "vacuum of the cat and the moon"):
-        result = svc.search(OWNER, question)
-        seen = result.fusion_evidence
-        assert seen is not None and result.fusion_weights is not None
-        prior = seen["length_prior"]
-        assert prior == pytest.approx(Tuning().vector_weight(question), abs=1e-6)
-        z = math.log(prior / (1 - prior)) + sum(t.coefficient * (seen[t.name] - t.typical) for t in terms)
-        expected = min(0.95, max(0.05, 1 / (1 + math.exp(-z))))
-        assert result.fusion_weights["vector"] == pytest.approx(expected, abs=1e-6)
-        for hit in result.hits:  # the shares are computed with that weight
-            b = hit.breakdown
-            assert b.lexical_share == pytest.approx(
-                result.fusion_weights["lexical"]
-                * (b.lexical_score or 0.0)
-                / max(h.breakdown.lexical_score or 0.0 for h in result.hits),
-                abs=1e-6,  # the reported weights are rounded to 6 places
-            )
-    full = svc.search(OWNER, "how does vacuum reclaim dead tuples")
-    partial = svc.search(OWNER, "vacuum of the cat and the moon")
-    assert full.fusion_evidence is not None and partial.fusion_evidence is not None
-    # The best lexical hit holds every term of the first question, not of the second: with a
-    # negative coverage coefficient the first leans more on its words.
-    assert full.fusion_evidence["coverage"] > partial.fusion_evidence["coverage"]

@@ -58,7 +58,7 @@ def test_convex_weight_falls_with_the_query_length_and_needs_a_scale() -> None:
     assert replace(params, cos_scale=(0.8, 0.8)).fusion_used() == "rrf"  # a degenerate scale
     assert replace(params, cos_scale=(0.73, 0.87), vector=None).fusion_used() == "rrf"
     bound = bind(replace(params, cos_scale=(0.73, 0.87)))
-    assert bound["convex"] and bound["cos_lo"] == 0.73 and bound["w_prior"] == tuning.vector_weight("q")
+    assert bound["convex"] and bound["cos_lo"] == 0.73 and bound["w_vec"] == tuning.vector_weight("q")
 
 
 def test_statement_is_constant_but_for_the_fragments() -> None:

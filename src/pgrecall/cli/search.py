@@ -66,7 +66,6 @@ def _result_json(result: Retrieved, explain: bool) -> dict[str, Any]:
         "missing_pins": result.missing_pins,
         "fusion": result.fusion,
         "fusion_weights": result.fusion_weights,
-        "fusion_evidence": result.fusion_evidence if explain else None,
         "embedder_wait_ms": result.embedder_wait_ms,
         "applied": result.applied,
         "total_candidates": result.total_candidates,

@@ -235,12 +235,9 @@ def evaluate(
             "fusion": {
                 "configured": settings.fusion,
                 "vector_weight": {
-                    "rule": "base / (1 + length_factor * ln(1 + query words)), within 0.1..0.9, "
-                    "moved in log-odds by sum(coefficient * (evidence - typical)), within the bounds",
+                    "rule": "base / (1 + length_factor * ln(1 + query words)), within 0.1..0.9",
                     "base": tuning.vector_weight_base,
                     "length_factor": tuning.vector_weight_length_factor,
-                    "evidence": [asdict(term) for term in tuning.evidence],
-                    "bounds": list(tuning.evidence_bounds),
                 },
                 "model_scale": (
                     {"unrelated": round(scale.unrelated, 4), "related": round(scale.related, 4)}

@@ -66,11 +66,6 @@ def fusion_line(doc: dict[str, Any]) -> str:
     )
     weight = fusion.get("vector_weight") or {}
     rule = f"{weight['base']} / (1 + {weight['length_factor']} ln(1 + words))" if weight else "-"
-    terms = " ".join(
-        f"{t['coefficient']:+g}·({t['name']} − {t['typical']:g})" for t in weight.get("evidence", [])
-    )
-    if terms:
-        rule += f", log-odds {terms}"
     return (
         f"fusion: {fusion.get('configured', 'rrf')} (vector weight {rule}{on_scale}); "
         f"hybrid queries by fusion used: {used or '-'}"

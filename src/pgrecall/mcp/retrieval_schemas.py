@@ -134,12 +134,7 @@ class SearchOut(BaseModel):
         "scale could not be measured, or when configured)."
     )
     fusion_weights: dict[str, float] | None = Field(
-        description="Convex fusion's weights of the vector and lexical parts for this question; null in rrf."
-    )
-    fusion_evidence: dict[str, float] | None = Field(
-        default=None,
-        description="explain=true, convex: what set the weights (top-10 agreement of the branches, "
-        "their score gaps, the best lexical hit's term coverage, the length prior).",
+        description="Convex fusion's weights of the vector and lexical parts; null in rrf."
     )
     embedder_wait_ms: float | None = Field(
         description="Milliseconds this search waited for the embedder to finish loading (a cold start); "

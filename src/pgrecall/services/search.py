@@ -32,7 +32,7 @@ from pgrecall.embeddings.base import Embedder, EmbeddingError, unavailable_reaso
 from pgrecall.embeddings.cache import CachedQueryEmbedder
 from pgrecall.embeddings.calibration import ModelScale, ScaleCache
 from pgrecall.errors import InvalidInputError
-from pgrecall.store.search import SearchParams, SearchRow, SearchRows, SearchStore, Tuning
+from pgrecall.store.search import SearchParams, SearchRow, SearchStore, Tuning
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +147,6 @@ class SearchResult:
     # Distinct candidates both branches found, and how many the statement ranked (≤ its top_k).
     total_candidates: int = 0
     ranked: int = 0
-    # Convex: what the branches said about this question and set the weights (the length prior too).
-    fusion_evidence: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +223,6 @@ class SearchService:
         fusion = params.fusion_used()
         sql_started = time.perf_counter()
         found = self.store.search(params)
-        convex = fusion == "convex" and found.vector_weight is not None
         sql_ms = (time.perf_counter() - sql_started) * 1000
         scale = BranchScale(found.vector_candidates, found.best_cos, found.mid_cos, found.best_lex)
         ranked = [self._hit(row, scale, model_scale) for row in found.rows]
@@ -253,8 +250,7 @@ class SearchService:
             total_candidates=found.fused_candidates,
             ranked=len(ranked),
             fusion=fusion,
-            fusion_weights=_weights(found.vector_weight) if convex else None,
-            fusion_evidence=_evidence(found, params) if convex else None,
+            fusion_weights=_weights(params.vector_weight()) if fusion == "convex" else None,
             timings=SearchTimings(
                 embed_ms=round(embed_ms, 3) if embed_ms is not None else None,
                 sql_ms=round(sql_ms, 3),
@@ -420,15 +416,8 @@ def _place(row: SearchRow) -> DocumentPlace | None:
     )
 
 
-def _weights(vector: float | None) -> dict[str, float]:
-    weight = vector if vector is not None else 0.0
-    return {"vector": round(weight, 6), "lexical": round(1.0 - weight, 6)}
-
-
-def _evidence(found: SearchRows, params: SearchParams) -> dict[str, float]:
-    """The evidence the statement read off the branches, and the length prior it started from."""
-    read = {k: round(v, 6) for k, v in (found.evidence or {}).items()}
-    return {**read, "length_prior": round(params.vector_weight(), 6)}
+def _weights(vector: float) -> dict[str, float]:
+    return {"vector": round(vector, 6), "lexical": round(1.0 - vector, 6)}
 
 
 def _rounded(value: float | None) -> float | None:

@@ -31,13 +31,11 @@ SQL_STEMMED_LANGUAGES = (
 )
 
 __all__ = [
-    "EVIDENCE_NAMES",
     "HNSW_DIMS",
     "MAX_QUERY_TERMS",
     "SQL_SEARCH",
     "SQL_SET_KNOBS",
     "SQL_STEMMED_LANGUAGES",
-    "Evidence",
     "SearchParams",
     "SearchRow",
     "SearchRows",
@@ -46,7 +44,6 @@ __all__ = [
     "as_vector",
     "bind",
     "build_statement",
-    "evidence_binds",
     "has_filters",
     "knobs",
     "to_rows",
@@ -55,19 +52,6 @@ __all__ = [
 # A vector of another dimension than these has no HNSW index (migration 0001) and is
 # searched by exact scan, still correct.
 HNSW_DIMS = frozenset({384, 512, 768, 1024, 1536})
-
-
-# What the statement reads off the two branches for convex fusion's weight (its `evidence` CTE).
-EVIDENCE_NAMES = ("agreement", "vector_gap", "lexical_gap", "coverage", "vector_top")
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """One term of the weight rule: coefficient × (the evidence − its typical value), in log-odds."""
-
-    name: str  # one of EVIDENCE_NAMES
-    coefficient: float
-    typical: float
 
 
 @dataclass(frozen=True)
@@ -95,21 +79,12 @@ class Tuning:
     cap: int = 1_000
     k1: float = 1.2
     b: float = 0.75
-    # Convex fusion: the cosine's weight w (the BM25 part has 1 − w) starts from a prior that falls
-    # with the query's length, base / (1 + length_factor · ln(1 + words)), within 0.1..0.9: one dense
-    # vector sums up a short question well, while every further word adds BM25 evidence (chosen on
-    # Cranfield, CISI and debian-mixed, benchmarks/fusion.py).
+    # Convex fusion: the cosine's weight w (the BM25 part has 1 − w) falls with the query's length,
+    # w = base / (1 + length_factor · ln(1 + words)), within 0.1..0.9: one dense vector sums up a
+    # short question well, while every further word adds BM25 evidence. Chosen as the best worst
+    # margin over the development collections (benchmarks/fusion.py).
     vector_weight_base: float = 1.0
     vector_weight_length_factor: float = 0.2
-    # The statement's `weight` CTE then moves the prior in log-odds by Σ coefficient × (evidence − its
-    # typical value), within evidence_bounds; a branch that found nothing leaves the whole weight to
-    # the other. The one term: the vector branch's best cosine on the model's scale, against 1 (a
-    # typical answer's): when the model finds a passage far closer than a typical answer, its
-    # neighbours are close too (a package and its -dev/-doc siblings, one topic's abstracts) and the
-    # words decide more. Frozen before it was measured on a collection no tuning had seen
-    # (benchmarks/fusion_evidence.py, docs/fusion-evidence.md).
-    evidence: tuple[Evidence, ...] = (Evidence("vector_top", -2.0, 1.0),)
-    evidence_bounds: tuple[float, float] = (0.05, 0.95)
     # Lexical, in a store of several languages: the query is searched only in languages whose
     # vocabulary holds this share of the query words the best-covered language holds, and their BM25
     # counts share^power. Chosen on debian-mixed (benchmarks/collections): lexical nDCG@10 0.800 with
@@ -129,7 +104,7 @@ class Tuning:
     body_chars: int = 20_000  # body prefix fetched per hit, for the snippet
 
     def vector_weight(self, query: str) -> float:
-        """The length prior of convex fusion's cosine weight (see vector_weight_base)."""
+        """Convex fusion's cosine weight for this query (see vector_weight_base)."""
         words = len(query.split())
         weight = self.vector_weight_base / (1.0 + self.vector_weight_length_factor * math.log1p(words))
         return min(0.9, max(0.1, weight))
@@ -157,7 +132,7 @@ class SearchParams:
     cos_scale: tuple[float, float] | None = None
 
     def vector_weight(self) -> float:
-        """The length prior of the cosine weight for this query (the statement moves it by evidence)."""
+        """Convex fusion's cosine weight for this search's query (Tuning.vector_weight)."""
         return self.tuning.vector_weight(self.query)
 
     def fusion_used(self) -> str:
@@ -217,10 +192,6 @@ class SearchRows:
     best_lex: float | None = None
     # Distinct candidates of both branches (before the top_k cut).
     fused_candidates: int = 0
-    # Convex fusion's cosine weight for this question and the evidence that set it (the statement
-    # computes both whatever the fusion; rrf does not use them).
-    vector_weight: float | None = None
-    evidence: dict[str, float] | None = None
 
 
 def build_statement(params: SearchParams) -> sql.Composed:
@@ -260,10 +231,7 @@ def bind(params: SearchParams) -> dict[str, Any]:
         "half_life": params.recency_half_life_days,
         "k": float(t.rrf_k),
         "convex": convex,
-        "w_prior": w_vec,
-        "w_min": t.evidence_bounds[0],
-        "w_max": t.evidence_bounds[1],
-        **evidence_binds(t.evidence),
+        "w_vec": w_vec,
         "cover_ratio": t.language_cover_ratio,
         "cover_power": t.language_cover_power,
         "probe_words": t.language_probe_words,
@@ -275,20 +243,6 @@ def bind(params: SearchParams) -> dict[str, Any]:
         "body_chars": t.body_chars,
         **compile_filters(f)[1],
     }
-
-
-def evidence_binds(terms: Sequence[Evidence]) -> dict[str, float]:
-    """The weight rule's coefficients and typical values as bound parameters (absent terms: 0)."""
-    by_name = {term.name: term for term in terms}
-    unknown = set(by_name) - set(EVIDENCE_NAMES)
-    if unknown:
-        raise ValueError(f"unknown fusion evidence: {sorted(unknown)}")
-    out: dict[str, float] = {}
-    for name in EVIDENCE_NAMES:
-        term = by_name.get(name)
-        out[f"b_{name}"] = term.coefficient if term else 0.0
-        out[f"c_{name}"] = term.typical if term else 0.0
-    return out
 
 
 def knobs(
@@ -394,8 +348,6 @@ def to_rows(rows: list[dict[str, Any]]) -> SearchRows:
         best_cos=_float_or_none(first.get("best_cos")),
         mid_cos=_float_or_none(first.get("mid_cos")),
         best_lex=_float_or_none(first.get("best_lex")),
-        vector_weight=_float_or_none(first.get("w_vec")),
-        evidence={k: float(v) for k, v in first["evidence"].items()} if first.get("evidence") else None,
     )
 
 

@@ -319,43 +319,6 @@ lexcos AS MATERIALIZED (
 branch_scale AS MATERIALIZED (
     SELECT (SELECT min(cos_sim) FROM vec) AS worst_cos, (SELECT max(score) FROM lex) AS best_lex
 ),
-evidence AS MATERIALIZED (
-    -- What the two branches say about this question, read off their own lists (no extra scan):
-    -- agreement  the share of the shorter top 10 that both branches hold;
-    -- vector_gap the cosine of the vector branch's first minus its tenth, on the model's scale:
-    --            a question whose best passage stands out from the rest;
-    -- lexical_gap 1 − the tenth BM25 / the first: the same for the words;
-    -- coverage   the share of the query's terms (of its language) that the best lexical hit holds;
-    -- vector_top the best cosine on the model's scale (1 = a typical answer's).
-    SELECT v.n AS n_vec, l.n AS n_lex,
-           (SELECT count(*) FROM vec a JOIN lex b ON b.id = a.id WHERE a.rank <= 10 AND b.rank <= 10)::float8
-             / greatest(1, least(10, v.n, l.n)) AS agreement,
-           coalesce((v.best - v.tenth) / (%(cos_hi)s - %(cos_lo)s), 0.0) AS vector_gap,
-           coalesce(1.0 - l.tenth / nullif(l.best, 0.0), 0.0) AS lexical_gap,
-           coalesce((v.best - %(cos_lo)s) / (%(cos_hi)s - %(cos_lo)s), 0.0) AS vector_top,
-           coalesce((SELECT avg((c.tsv @@ t.tq)::int)
-                     FROM lex x JOIN cand c ON c.id = x.id JOIN terms t ON t.cfg = x.cfg
-                     WHERE x.rank = 1), 0.0) AS coverage
-    FROM (SELECT count(*) AS n, max(cos_sim) AS best, min(cos_sim) FILTER (WHERE rank <= 10) AS tenth
-          FROM vec) v,
-         (SELECT count(*) AS n, max(score) AS best, min(score) FILTER (WHERE rank <= 10) AS tenth
-          FROM lex) l
-),
-weight AS MATERIALIZED (
-    -- Convex fusion's cosine weight for this question: the length prior (w_prior) moved, in
-    -- log-odds, by the evidence's distance from its typical value (Tuning.evidence). A branch that
-    -- found nothing leaves the whole weight to the other.
-    SELECT CASE WHEN e.n_lex = 0 THEN 1.0
-                WHEN e.n_vec = 0 THEN 0.0
-                ELSE least(%(w_max)s, greatest(%(w_min)s, 1.0 / (1.0 + exp(-(
-                         ln(%(w_prior)s / (1.0 - %(w_prior)s))
-                         + %(b_agreement)s * (e.agreement - %(c_agreement)s)
-                         + %(b_vector_gap)s * (e.vector_gap - %(c_vector_gap)s)
-                         + %(b_lexical_gap)s * (e.lexical_gap - %(c_lexical_gap)s)
-                         + %(b_coverage)s * (e.coverage - %(c_coverage)s)
-                         + %(b_vector_top)s * (e.vector_top - %(c_vector_top)s)))))) END AS w_vec
-    FROM evidence e
-),
 fused AS (
     -- rrf: 1 / (k + rank) per branch. convex: w × the cosine on the model's scale (0 at its
     -- typical unrelated pair, 1 at its typical related one) + (1 − w) × BM25 / the best BM25 of
@@ -367,14 +330,13 @@ fused AS (
            coalesce(1.0 / (%(k)s + l.rank), 0.0) AS lex_rrf,
            CASE WHEN NOT %(convex)s THEN coalesce(1.0 / (%(k)s + v.rank), 0.0)
                 WHEN s.worst_cos IS NULL THEN 0.0
-                ELSE x.w_vec * (coalesce(v.cos_sim, c.cos_sim, s.worst_cos) - %(cos_lo)s)
+                ELSE %(w_vec)s * (coalesce(v.cos_sim, c.cos_sim, s.worst_cos) - %(cos_lo)s)
                      / (%(cos_hi)s - %(cos_lo)s) END AS vec_part,
            CASE WHEN NOT %(convex)s THEN coalesce(1.0 / (%(k)s + l.rank), 0.0)
-                ELSE (1.0 - x.w_vec) * coalesce(l.score / nullif(s.best_lex, 0.0), 0.0) END AS lex_part
+                ELSE (1.0 - %(w_vec)s) * coalesce(l.score / nullif(s.best_lex, 0.0), 0.0) END AS lex_part
     FROM vec v FULL JOIN lex l ON v.id = l.id
     LEFT JOIN lexcos c ON c.id = l.id
     CROSS JOIN branch_scale s
-    CROSS JOIN weight x
 ),
 recent AS (
     -- Opt-in recency (half_life set): 0.5^(age / half-life) × first_place, what a first place in
@@ -417,9 +379,6 @@ SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
        (SELECT max(cos_sim) FROM vec) AS best_cos,
        (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY cos_sim) FROM vec) AS mid_cos,
        (SELECT best_lex FROM branch_scale) AS best_lex,
-       -- Convex fusion's weight and the evidence that set it (explain shows both).
-       (SELECT w_vec FROM weight) AS w_vec,
-       (SELECT to_jsonb(e) FROM evidence e) AS evidence,
        -- A hit found by words alone gets its cosine too (one vector read per such row of the
        -- top_k): relevance judges every hit's meaning on the model's scale.
        top.id, top.fused, top.vec_rank,
