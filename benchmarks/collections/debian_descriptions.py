@@ -45,13 +45,13 @@ CJK_FILES = {"ja": "ja", "zh": "zh_CN", "ko": "ko"}
 
 
 def _open(directory: Path, lang: str) -> Iterator[str]:
-    for suffix, opener in ((".xz", lzma.open), (".bz2", bz2.open)):
+    for suffix, opener in ((".xz", lzma.open), (".bz2", bz2.open), ("", open)):
         path = directory / f"Translation-{lang}{suffix}"
         if path.exists() and path.stat().st_size:
             with opener(path, "rt", encoding="utf-8") as f:
                 yield from f
             return
-    raise SystemExit(f"no Translation-{lang}.xz or .bz2 in {directory}")
+    raise SystemExit(f"no Translation-{lang}(.xz|.bz2) in {directory}")
 
 
 def _is_cjk(char: str) -> bool:

@@ -305,3 +305,52 @@ def test_a_quoted_figure_is_the_json(page: str, anchor: str, json_name: str, pat
         form, value = form.replace(percent.group(0), "{}"), format(value, percent.group(0)[2:-1])[:-1]
     quoted = form.format(value)
     assert quoted in _line_with(page, anchor), f"docs/{page} should quote {quoted!r} ({json_name}: {path})"
+
+
+def _round4(value: float) -> str:
+    return str(Decimal(repr(value)).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP))
+
+
+def _rows(page: str, marker: str) -> dict[str, list[str]]:
+    """The table after `marker`, without its header's separator row."""
+    return {row: cells for row, cells in _table_after(page, marker).items() if row != "---"}
+
+
+def test_the_fusion_evidence_replay_table_is_the_json() -> None:
+    table = _rows("fusion-evidence.md", "| collection | vector | lexical | length |")
+    doc = _json("fusion_evidence.json")
+    assert set(table) == set(doc["collections"]), "the study quotes every replayed collection"
+    named = doc["named"]
+    for name, cells in table.items():
+        alone = doc["collections"][name]
+        vector, lexical, length, length_margin, first_margin, variant, variant_margin = cells
+        assert (vector, lexical) == (_round4(alone["vector"]), _round4(alone["lexical"])), name
+        assert length == _round4(named["old"]["nDCG@10"][name]), name
+        assert float(length_margin) == float(_round4(named["old"]["margins"][name])), name
+        assert float(first_margin) == float(_round4(named["first study"]["margins"][name])), name
+        assert variant == _round4(named["variant"]["nDCG@10"][name]), name
+        assert float(variant_margin) == float(_round4(named["variant"]["margins"][name])), name
+
+
+def test_the_fusion_evidence_untouched_eval_is_the_json() -> None:
+    table = _rows("fusion-evidence.md", "| debian-it-sentences (1000 docs, 150 q) |")
+    assert len(table) == 2
+    for row, cells in table.items():
+        json_name = row.split("(")[1].rstrip(")")
+        results = _json(json_name)["results"]
+        quoted = [float(cell) for cell in cells[: len(EVAL_COLUMNS)]]
+        measured = [round(results[system]["metrics"]["nDCG@10"], 4) for system in EVAL_COLUMNS]
+        assert quoted == measured, row
+        best = max(results[s]["metrics"]["nDCG@10"] for s in ("vector", "lexical"))
+        margin = round(results["hybrid"]["metrics"]["nDCG@10"] - best, 4)
+        assert float(cells[len(EVAL_COLUMNS)]) == margin, row
+
+
+def test_the_fusion_evidence_documents_table_is_the_json() -> None:
+    table = _rows("fusion-evidence.md", "| collection and rule | chunked, document |")
+    assert len(table) == 4
+    for row, (chunked_doc, chunked_passage, whole_doc) in table.items():
+        results = _json(row.split("(")[1].rstrip(")"))["results"]
+        assert float(chunked_doc) == results["chunked"]["hybrid"]["document"]["nDCG@10"], row
+        assert float(chunked_passage) == results["chunked"]["hybrid"]["passage"]["nDCG@10"], row
+        assert float(whole_doc) == results["whole"]["hybrid"]["document"]["nDCG@10"], row

@@ -1,0 +1,71 @@
+"""Build debian-it-sentences: Italian sentence questions over Italian package descriptions (DDTP, bookworm).
+
+A collection of a kind no fusion rule was tuned on (issue 37, point 2): a new language (Italian, stemmed
+by PostgreSQL's `italian` configuration) and a new question style, a whole sentence instead of a
+synopsis. Every Debian package's long description opens with a sentence saying what the package is or
+does; that sentence is the question, and the document is the package's synopsis followed by the rest of
+its description (the sentence itself removed). The judgement is known-item and not ours: the maintainer
+(and the DDTP translator) wrote both about the same package. One relevant document per query.
+
+Packages are the usable Italian ones of `debian_descriptions.usable` (long description of 25+ words,
+an opening and a synopsis of their own), whose first sentence has FIRST_WORDS words and is no other
+package's, and whose remaining text has REST_WORDS+ words; picked by a hash of their name.
+
+Input: Translation-it of http://deb.debian.org/debian/dists/bookworm/main/i18n/ (uncompressed, xz or bz2).
+Run: python benchmarks/collections/debian_sentences.py --translations DIR --out benchmarks/collections
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import Counter
+from pathlib import Path
+
+from debian_descriptions import Texts, ranked, read_translation, usable, write_beir
+
+NAME = "debian-it-sentences"
+DOCS, QUERIES = 1000, 150
+FIRST_WORDS = (8, 40)  # a sentence question, not a keyword list nor a paragraph
+REST_WORDS = 15
+# A sentence ends at . ! ? before a capital letter (or an opening quote or parenthesis and one); "es."
+# and "ecc." (Italian "e.g.", "etc.") end no sentence.
+_END = re.compile(r"(?<![Ee]s\.)(?<!ecc\.)(?<=[.!?])\s+(?=[\"«(]?[A-ZÀ-Ý])")
+
+
+def first_sentence(text: str) -> tuple[str, str] | None:
+    """(the first sentence, the rest), or None when the text is one sentence."""
+    parts = _END.split(text, maxsplit=1)
+    return (parts[0].strip(), parts[1].strip()) if len(parts) == 2 else None
+
+
+def build(descriptions: dict[str, tuple[str, str]], out: Path) -> int:
+    """Write the collection; return how many packages were usable."""
+    split = {p: first_sentence(body) for p, (_, body) in descriptions.items()}
+    firsts = Counter(s[0].lower() for s in split.values() if s)
+    fit = {
+        p: (descriptions[p][0], s[0], s[1])
+        for p, s in split.items()
+        if s
+        and FIRST_WORDS[0] <= len(s[0].split()) <= FIRST_WORDS[1]
+        and len(s[1].split()) >= REST_WORDS
+        and firsts[s[0].lower()] == 1
+    }
+    picked = ranked(set(fit), NAME)[:DOCS]
+    docs: Texts = {f"it-{p}": ("it", f"{fit[p][0]}. {fit[p][2]}") for p in picked}
+    queries: Texts = {f"q-it-{p}": ("it", fit[p][1]) for p in picked[:QUERIES]}
+    write_beir(out / NAME, docs, queries, {f"q-it-{p}": f"it-{p}" for p in picked[:QUERIES]})
+    return len(fit)
+
+
+def main() -> None:
+    """Read Translation-it and write the collection."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--translations", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    print({"usable": build(usable(read_translation(args.translations, "it")), args.out)})
+
+
+if __name__ == "__main__":
+    main()
