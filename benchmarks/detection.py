@@ -114,6 +114,16 @@ def score(texts: list[devset.DevText], answers: list[str | None]) -> dict[str, A
             if a is not None and not same(a, expected(t.lang)):
                 wrong_by_lang[t.lang] += 1
                 confusions[f"{t.lang}->{a}"] += 1
+        result["by_language"] = {}
+        for lang in sorted({t.lang for t, _ in rows}):
+            got = [a for t, a in rows if t.lang == lang]
+            outcome = Counter(
+                "right" if same(a, expected(lang)) else ("simple" if a is None else "wrong") for a in got
+            )
+            result["by_language"][lang] = {
+                "n": len(got),
+                **{k: round(outcome[k] / len(got), 4) for k in ("right", "simple", "wrong")},
+            }
         result["worst_languages"] = wrong_by_lang.most_common(10)
         result["worst_confusions"] = confusions.most_common(10)
         out[bucket] = result

@@ -62,10 +62,10 @@ LONG_LOOKALIKE_WEIGHT = 0.1
 STOPWORD_CANDIDATES = 2
 # On short texts high accuracy alone often weighs a neighbour's trigrams above the function words that
 # name the language ("Servidor de estado del sistema": Portuguese; "greffon Markdown pour Geany":
-# English): among the stemmable candidates, each stop word of a language multiplies its confidence by
-# 1 + STOPWORD_PRIOR. DDTP's tune half kept gaining up to 4; gettext's, with ~80 languages that have
-# no stop-word list here, gained most at 0.5 and less above 1.
-STOPWORD_PRIOR = 1.0
+# English): among the candidates that have a stop-word list, each stop word of a language multiplies
+# its confidence by 1 + STOPWORD_PRIOR. DDTP's tune half kept gaining up to 4; gettext's, where most
+# languages have no list, gained as much at 2 as at 1.
+STOPWORD_PRIOR = 2.0
 STOPWORD_MIN_HITS = 1
 _WORD = re.compile(r"\w+")
 
@@ -103,19 +103,19 @@ def stopword_languages(sample: str, hits: dict[str, int] | None = None) -> list[
 
 
 def with_stopword_prior(found: list[tuple[str, float]], hits: dict[str, int]) -> list[tuple[str, float]]:
-    """High-accuracy confidences with the stemmable languages' share redistributed by their stop words.
+    """High-accuracy confidences, the share of the languages with a stop-word list redistributed by it.
 
-    Each stemmable language's confidence is multiplied by 1 + STOPWORD_PRIOR per stop word of its own
-    that the text holds, then the stemmable languages together get back the share they had: languages
-    we cannot stem have no stop-word lists here, and the prior must not push their texts to a
-    stemmable neighbour.
+    Each such language's confidence is multiplied by 1 + STOPWORD_PRIOR per stop word of its own that
+    the text holds, then together they get back the share they had. Languages without a list here
+    (PostgreSQL has none for Catalan or Romanian, and none for the languages it cannot stem) keep
+    theirs: the prior must not push their texts to a neighbour that has one.
     """
-    stemmable = {c: v for c, v in found if SAME_STEMMER.get(c, c) in STEMMABLE}
-    boosted = {c: v * (1.0 + STOPWORD_PRIOR * hits.get(c, 0)) for c, v in stemmable.items()}
+    listed = {c: v for c, v in found if c in LATIN_STOPWORDS}
+    boosted = {c: v * (1.0 + STOPWORD_PRIOR * hits.get(c, 0)) for c, v in listed.items()}
     total = sum(boosted.values())
     if total <= 0:
         return found
-    mass = sum(stemmable.values())
+    mass = sum(listed.values())
     return [(c, mass * boosted[c] / total if c in boosted else v) for c, v in found]
 
 
