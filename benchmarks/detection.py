@@ -5,7 +5,10 @@ in halves by catalogue; the first stage was tuned on the 'tune' half and figures
 'report' half. Memory is the resident size of a fresh process after detecting texts from a store
 holding two (en+de) or three (en+de+fr) languages.
 
-Run: python benchmarks/detection.py [--half report] [--json benchmarks/detection.json]
+A second dev set, Debian's package descriptions in de/fr/es/en (benchmarks/ddtp_devset.py), is scored
+too when --ddtp names the directory holding the Translation files.
+
+Run: python benchmarks/detection.py [--half report] [--ddtp DIR] [--json benchmarks/detection.json]
 """
 
 from __future__ import annotations
@@ -90,8 +93,8 @@ def same(got: str | None, want: str | None) -> bool:
 def score(texts: list[devset.DevText], answers: list[str | None]) -> dict[str, Any]:
     """right / simple / wrong rates per bucket, overall and for stemmable vs other languages."""
     out: dict[str, Any] = {}
-    for bucket in devset.BUCKETS:
-        rows = [(t, a) for t, a in zip(texts, answers, strict=True) if t.bucket == bucket]
+    for bucket in (*devset.BUCKETS, OVERALL):
+        rows = [(t, a) for t, a in zip(texts, answers, strict=True) if bucket in {t.bucket, OVERALL}]
         result: dict[str, Any] = {}
         groups: tuple[tuple[str, Callable[[devset.DevText], bool]], ...] = (
             ("all", lambda t: True),
@@ -112,6 +115,16 @@ def score(texts: list[devset.DevText], answers: list[str | None]) -> dict[str, A
             if a is not None and not same(a, expected(t.lang)):
                 wrong_by_lang[t.lang] += 1
                 confusions[f"{t.lang}->{a}"] += 1
+        result["by_language"] = {}
+        for lang in sorted({t.lang for t, _ in rows}):
+            got = [a for t, a in rows if t.lang == lang]
+            outcome = Counter(
+                "right" if same(a, expected(lang)) else ("simple" if a is None else "wrong") for a in got
+            )
+            result["by_language"][lang] = {
+                "n": len(got),
+                **{k: round(outcome[k] / len(got), 4) for k in ("right", "simple", "wrong")},
+            }
         result["worst_languages"] = wrong_by_lang.most_common(10)
         result["worst_confusions"] = confusions.most_common(10)
         out[bucket] = result
@@ -157,14 +170,17 @@ def letters(text: str) -> int:
     return sum(1 for ch in text if unicodedata.category(ch).startswith("L"))
 
 
-def print_table(results: dict[str, Any], mem: dict[str, Any]) -> None:
-    """The human-readable summary."""
-    names = {SHORT: "≤12 words", LONG: "20–40 words"}
+def print_accuracy(title: str, results: dict[str, Any]) -> None:
+    """Right / simple / wrong per bucket and group, both detectors, with their worst confusions."""
+    names = {SHORT: "≤12 words", LONG: "20–40 words", OVERALL: "both"}
+    print(title)
     print(f"{'bucket':<12} {'texts':<10} {'detector':<10} {'n':>6} {'right':>7} {'simple':>7} {'wrong':>7}")
-    for bucket in devset.BUCKETS:
+    for bucket in (*devset.BUCKETS, OVERALL):
         for group in ("all", "stemmable", "other"):
             for det in ("baseline", "new"):
                 r = results[det][bucket][group]
+                if not r["n"]:
+                    continue
                 print(
                     f"{names[bucket]:<12} {group:<10} {det:<10} {r['n']:>6} {r['right']:>7.1%} "
                     f"{r['simple']:>7.1%} {r['wrong']:>7.1%}"
@@ -175,6 +191,11 @@ def print_table(results: dict[str, Any], mem: dict[str, Any]) -> None:
             conf = ", ".join(f"{c} {n}" for c, n in results[det][bucket]["worst_confusions"])
             print(f"  worst confusions, {det}: {conf}")
     print()
+
+
+def print_table(results: dict[str, Any], mem: dict[str, Any]) -> None:
+    """The human-readable summary."""
+    print_accuracy("gettext catalogues", results)
     print(
         f"{'store':<10} {'detector':<10} {'texts':>6} {'RSS MB':>8} {'after':>7} {'load s':>7} "
         f"{'ms/text':>8}  loaded (during -> after)"
@@ -192,6 +213,7 @@ def print_table(results: dict[str, Any], mem: dict[str, Any]) -> None:
 
 
 SHORT, LONG = devset.SHORT, devset.LONG
+OVERALL = "overall"  # both buckets together
 
 
 def main() -> None:
@@ -207,6 +229,10 @@ def main() -> None:
     parser.add_argument("--skip-baseline", action="store_true", help="only the new detector (while tuning)")
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--ddtp", type=Path, help="directory of bookworm Translation-{en,de,fr,es}: also the DDTP dev set"
+    )
+    parser.add_argument("--ddtp-per-language", type=int, default=400)
     args = parser.parse_args()
     run = record.Run(vars(args))
     if args.devset:
@@ -236,6 +262,19 @@ def main() -> None:
             for det in ("baseline", "new"):
                 mem[name][det] = {"texts": len(sample), **memory(det, sample)}
     print_table(results, mem)
+    ddtp: dict[str, Any] = {}
+    if args.ddtp:
+        from ddtp_devset import build as build_ddtp
+
+        half = None if args.half == "all" else args.half
+        ddtp_texts = build_ddtp(args.ddtp, half=half, per_language=args.ddtp_per_language)
+        ddtp = {"half": args.half, "texts": len(ddtp_texts), "accuracy": {}}
+        for name, make in (("new", new_detector), ("baseline", baseline_detector)):
+            if name == "baseline" and args.skip_baseline:
+                continue
+            ddtp["accuracy"][name] = run(f"{name} (DDTP)", make, ddtp_texts)
+        ddtp["accuracy"].setdefault("baseline", ddtp["accuracy"]["new"])
+        print_accuracy(f"DDTP descriptions (de/fr/es/en), half {args.half}", ddtp["accuracy"])
     if args.json:
         report = {
             "half": args.half,
@@ -244,6 +283,7 @@ def main() -> None:
             "thresholds": THRESHOLDS.as_dict(),
             "accuracy": results,
             "memory": mem,
+            "ddtp": ddtp,
         }
         record.write(run.finish(report), args.json)
 

@@ -189,8 +189,10 @@ def test_function_words_bring_a_language_trigrams_missed(detector: ShortTextDete
     # lingua's trigram models alone rank German 8th here (Danish first): its stop words bring it in.
     assert stopword_languages(text) == ["de"]
     assert detector.detect(text).iso == "de"
-    # One stray function word is no evidence; neither is a language far below the best one.
-    assert stopword_languages("Kubernetes pod restarts at noon") == []
+    # One function word makes its language a candidate (high accuracy still decides); a language far
+    # below the best one does not.
+    assert stopword_languages("Kubernetes pod restarts at noon") == ["da", "en"]  # 'at' is both
+    assert stopword_languages("Kubernetes pod restarts") == []
     assert stopword_languages("Das ist nicht der Weg, und die Tür ist im Haus of the") == ["de"]
     assert stopword_languages("der die das und the of and") == ["de", "en"]
 
@@ -243,3 +245,111 @@ def test_serbian_cyrillic_without_its_own_letters_is_still_serbian(detector: Sho
     assert detector.detect(text).iso == "sr"
     # Russian shows letters Serbian does not write: Serbian is not a candidate for it.
     assert "sr" not in first_stage("Загружаю список изменений с сервера").candidates
+
+
+# Look-alike families, decided by what the stemming needs (docs/languages.md): Danish and Bokmål each
+# have a stemmer of their own and must not be mixed up; Nynorsk may be stemmed as Norwegian or left
+# unstemmed, never given Danish; Malay is stemmed as Indonesian; Serbian, Croatian and Bosnian in Latin
+# script (lingua's Serbian is Cyrillic only) are never given an unrelated stemmer ('full' says
+# Lithuanian for all three).
+LOOKALIKES = [
+    ("Vi må huske å bestille billettene før prisene går opp igjen neste uke.", {"nb"}),
+    ("Vi skal huske at bestille billetterne, før priserne stiger igen i næste uge.", {"da"}),
+    ("Vi må hugse å bestille billettane før prisane går opp att neste veke.", {None, "nb"}),
+    (
+        "Kerajaan negeri akan membina lebih banyak rumah mampu milik untuk golongan berpendapatan rendah.",
+        {"id"},
+    ),
+    ("Pemerintah daerah akan membangun lebih banyak rumah murah bagi warga berpenghasilan rendah.", {"id"}),
+    (
+        "Vlada je danas usvojila novi zakon o zaštiti životne sredine i najavila nove investicije.",
+        {None, "sr"},
+    ),
+    (
+        "Vlada je danas usvojila novi zakon o zaštiti okoliša i najavila nova ulaganja u tvornice.",
+        {None, "sr"},
+    ),
+    (
+        "Vijeće ministara je danas usvojilo novi zakon o zaštiti okoliša i najavilo nova ulaganja.",
+        {None, "sr"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "allowed"), LOOKALIKES)
+def test_lookalike_families_get_the_stemmer_they_need(
+    detector: ShortTextDetector, text: str, allowed: set[str | None]
+) -> None:
+    assert detector.detect(text).iso in allowed
+
+
+# Short Debian synopses (DDTP report half, benchmarks/ddtp_devset.py) that the detector used to leave
+# unstemmed or give a look-alike's stemmer: one function word now brings their language in, and the
+# stop-word prior lets it win.
+SYNOPSES = [
+    ("C++-Wrapperbibliothek für GPGME", "de"),
+    ("Stilvorlagen für Erlang/OTP", "de"),
+    ("Perl module offering a Command-Line User Interface", "en"),
+    ("XML pull parser library for java", "en"),
+    ("capacidades de POSIX 1003.1e (biblioteca)", "es"),
+]
+
+
+@pytest.mark.parametrize(("text", "lang"), SYNOPSES)
+def test_short_synopses_get_their_language(detector: ShortTextDetector, text: str, lang: str) -> None:
+    assert detector.detect(text).iso == lang
+
+
+# Plain sentences of the languages users write most, with the e2e search test's entries among them: a
+# tuning that trades them for figures on package synopses fails here, not only end to end (a wider
+# runner-up margin once left "Las bibliotecas públicas abren los domingos durante el verano." unstemmed:
+# high accuracy puts Portuguese at 0.42 against Spanish 0.55).
+PLAIN_SENTENCES = [
+    ("Die Häuser am See werden im Winter kaum bewohnt; viele Seen frieren zu.", "de"),
+    ("Die Stadtbibliothek bleibt im August wegen Renovierung geschlossen.", "de"),
+    ("Unsere Nachbarn haben im Garten einen alten Apfelbaum gepflanzt.", "de"),
+    ("Der Zug nach Hamburg fährt heute eine halbe Stunde später ab.", "de"),
+    ("Im Museum zeigt man alte Karten der Region und ihrer Flüsse.", "de"),
+    ("Kinder lernen schneller, wenn sie draußen spielen dürfen.", "de"),
+    ("Les chevaux galopaient dans les prairies au lever du soleil.", "fr"),
+    ("La boulangerie du quartier ferme le lundi pendant tout l'hiver.", "fr"),
+    ("Les enfants ont construit une cabane au fond du jardin.", "fr"),
+    ("Le musée municipal expose des cartes anciennes de la région.", "fr"),
+    ("Nous prendrons le train de nuit pour rejoindre la côte.", "fr"),
+    ("Les pêcheurs rentrent au port avant la tombée de la nuit.", "fr"),
+    ("Las bibliotecas públicas abren los domingos durante el verano.", "es"),
+    ("Los museos municipales cierran los lunes durante todo el invierno.", "es"),
+    ("Las piscinas públicas abren los sábados durante el mes de julio.", "es"),
+    ("Los mercados del barrio venden fruta fresca todas las mañanas.", "es"),
+    ("Los autobuses nocturnos salen de la plaza mayor cada hora.", "es"),
+    ("Las escuelas rurales reciben libros nuevos cada primavera.", "es"),
+    ("Retirement accounts let employees save part of their salary before tax.", "en"),
+    ("The public libraries open on Sundays during the summer.", "en"),
+    ("Our neighbours planted an old apple tree in their garden.", "en"),
+    ("The night train to the coast leaves half an hour late today.", "en"),
+    ("Fishermen return to the harbour before nightfall.", "en"),
+    ("Children learn faster when they are allowed to play outside.", "en"),
+    ("Le biblioteche pubbliche aprono la domenica durante l'estate.", "it"),
+    ("I musei comunali chiudono il lunedì per tutto l'inverno.", "it"),
+    ("I bambini hanno costruito una capanna in fondo al giardino.", "it"),
+    ("Il treno per Milano parte oggi con mezz'ora di ritardo.", "it"),
+    ("I pescatori tornano in porto prima del tramonto.", "it"),
+    ("Il mercato del quartiere vende frutta fresca ogni mattina.", "it"),
+    ("As bibliotecas públicas abrem aos domingos durante o verão.", "pt"),
+    ("Os museus municipais fecham às segundas durante todo o inverno.", "pt"),
+    ("As crianças construíram uma cabana no fundo do quintal.", "pt"),
+    ("O comboio para Lisboa parte hoje com meia hora de atraso.", "pt"),
+    ("Os pescadores voltam ao porto antes do anoitecer.", "pt"),
+    ("O mercado do bairro vende fruta fresca todas as manhãs.", "pt"),
+    ("De openbare bibliotheken gaan in de zomer op zondag open.", "nl"),
+    ("De gemeentelijke musea zijn de hele winter op maandag gesloten.", "nl"),
+    ("De kinderen hebben achter in de tuin een hut gebouwd.", "nl"),
+    ("De trein naar Amsterdam vertrekt vandaag een half uur later.", "nl"),
+    ("De vissers keren voor het donker terug naar de haven.", "nl"),
+    ("De markt in onze wijk verkoopt elke ochtend vers fruit.", "nl"),
+]
+
+
+@pytest.mark.parametrize(("text", "lang"), PLAIN_SENTENCES)
+def test_plain_sentences_get_their_language(detector: ShortTextDetector, text: str, lang: str) -> None:
+    assert detector.detect(text).iso == lang

@@ -293,6 +293,15 @@ QUOTES = [
 ]
 
 
+for _detector, _anchor in (("new", "| `compact`, DDTP |"), ("baseline", "| `full`, DDTP |")):
+    for _bucket in ("short", "overall"):
+        _path = f"ddtp.accuracy.{_detector}.{_bucket}.all"
+        QUOTES += [
+            ("languages.md", _anchor, "detection.json", f"{_path}.right", "| {:.1%} /"),
+            ("languages.md", _anchor, "detection.json", f"{_path}.wrong", "/ {:.1%} % |"),
+        ]
+
+
 @pytest.mark.parametrize(("page", "anchor", "json_name", "path", "form"), QUOTES)
 def test_a_quoted_figure_is_the_json(page: str, anchor: str, json_name: str, path: str, form: str) -> None:
     value = _get(_json(json_name), path)
@@ -354,3 +363,27 @@ def test_the_fusion_evidence_documents_table_is_the_json() -> None:
         assert float(chunked_doc) == results["chunked"]["hybrid"]["document"]["nDCG@10"], row
         assert float(chunked_passage) == results["chunked"]["hybrid"]["passage"]["nDCG@10"], row
         assert float(whole_doc) == results["whole"]["hybrid"]["document"]["nDCG@10"], row
+
+
+def _right_wrong(cell: str) -> list[tuple[float, float]]:
+    """'93.2 (3.5) / 98.0 (0.5)' → [(93.2, 3.5), (98.0, 0.5)]; '—' for a bucket without texts."""
+    return [(float(m[1]), float(m[2])) for m in re.finditer(r"([\d.]+) \(([\d.]+)\)", cell)]
+
+
+def test_the_per_language_table_is_the_json() -> None:
+    data = _json("detection.json")
+    table = _table_after("languages.md", "| language | code | stemmed (regconfig) |")
+    checked = 0
+    for cells in table.values():
+        code = re.fullmatch(r"`([a-z]{2})`", cells[0])
+        if code is None:  # the CJK, Thai and other-languages rows point elsewhere
+            continue
+        for column, accuracy in ((4, data["accuracy"]["new"]), (5, data["ddtp"]["accuracy"]["new"])):
+            measured = [
+                (round(100 * r["right"], 1), round(100 * r["wrong"], 1))
+                for bucket in ("short", "long")
+                if (r := accuracy[bucket]["by_language"].get(code[1])) is not None
+            ]
+            assert _right_wrong(cells[column]) == measured, f"{code[1]}, column {column}"
+            checked += 1
+    assert checked >= 60
