@@ -64,6 +64,9 @@ class Run:
     def __init__(self, parameters: Mapping[str, Any], command: str | None = None) -> None:
         self.parameters = {k: str(v) if isinstance(v, Path) else v for k, v in parameters.items()}
         self.command = command if command is not None else " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
+        # The code that runs is the code at the start: a commit made while a long run goes on
+        # must not be credited with its figures.
+        self.commit = commit()
         self.started_at = datetime.now(UTC)
         self.load_before = _load()
         self._clock = time.perf_counter()
@@ -74,7 +77,7 @@ class Run:
             "schema": SCHEMA,
             "command": self.command,
             "parameters": self.parameters,
-            "commit": commit(),
+            "commit": self.commit,
             "machine": machine()
             | {"loadavg_1_5_15_before": self.load_before, "loadavg_1_5_15_after": _load()},
             "started_at": self.started_at.isoformat(timespec="seconds"),
