@@ -27,6 +27,8 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +36,10 @@ from pgrecall.config import Settings
 from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.embeddings.cache import CachedQueryEmbedder
+from pgrecall.embeddings.calibration import ModelScale
 from pgrecall.evaluation import corpus, runner
-from pgrecall.evaluation.dataset import load_dataset
+from pgrecall.evaluation.dataset import BeirDataset, load_dataset
+from pgrecall.evaluation.loader import Loaded
 from pgrecall.evaluation.pipeline import OWNER, loaded_store
 from pgrecall.services.search import SearchOptions, SearchService
 from pgrecall.store.search import SearchParams, SearchRows, Tuning
@@ -65,24 +69,39 @@ class CapturingStore(runner.DepthStore):
         return self.last
 
 
+@contextmanager
+def captured_searches(
+    settings: Settings, dataset: BeirDataset, embedder: Embedder, progress: bool
+) -> Iterator[tuple[Callable[[str], SearchRows], Loaded, ModelScale]]:
+    """`dataset` loaded as the product loads it, and a function returning one rrf search's statement rows.
+
+    The statement's LIMIT of 100 ≥ 50 + 50 brings back every candidate of both branches.
+    """
+    with loaded_store(settings, dataset, embedder, progress=progress) as (app, scoped, loaded):
+        assert app.pool is not None
+        scale = app.search.model_scale()
+        assert scale is not None, "the model's cosine scale could not be measured"
+        service = SearchService(scoped, app.pool, app.catalog, CachedQueryEmbedder(embedder), tuning=Tuning())
+        store = service.store = CapturingStore(app.pool, 100)
+
+        def rows(text: str) -> SearchRows:
+            service.search(OWNER, text, top_k=10, options=SearchOptions(fusion="rrf"))
+            assert store.last is not None
+            return store.last
+
+        yield rows, loaded, scale
+
+
 def candidates(settings: Settings, path: Path, embedder: Embedder) -> tuple[dict[str, Any], dict[str, float]]:
     """Per query, its text and the union of both branches with cosines and BM25; the qrels; the scale."""
     dataset = load_dataset(path)
     queries = {q: runner.clip_query(t) for q, t in dataset.evaluated_queries().items()}
     out: dict[str, list[Candidate]] = {}
-    with loaded_store(settings, dataset, embedder, progress=False) as (app, scoped, loaded):
-        assert app.pool is not None
-        scale = app.search.model_scale()
-        assert scale is not None, "the model's cosine scale could not be measured"
-        service = SearchService(scoped, app.pool, app.catalog, CachedQueryEmbedder(embedder), tuning=Tuning())
-        # Statement LIMIT 100 ≥ 50 + 50: every candidate of both branches comes back.
-        store = service.store = CapturingStore(app.pool, 100)
+    with captured_searches(settings, dataset, embedder, progress=False) as (rows_of, loaded, scale):
         for qid, text in queries.items():
-            service.search(OWNER, text, top_k=10, options=SearchOptions(fusion="rrf"))
-            assert store.last is not None
             out[qid] = [
                 (loaded.beir_of[str(r.id)], str(r.id), r.vec_rank, r.cos_sim, r.lex_rank, r.lex_score)
-                for r in store.last.rows
+                for r in rows_of(text).rows
             ]
     data = {"queries": queries, "candidates": out, "qrels": {q: dataset.qrels[q] for q in queries}}
     return data, {"unrelated": scale.unrelated, "related": scale.related}

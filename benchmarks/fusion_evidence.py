@@ -28,14 +28,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from fusion import captured_searches
+
 from pgrecall.config import Settings
 from pgrecall.embeddings import create_embedder
-from pgrecall.embeddings.cache import CachedQueryEmbedder
 from pgrecall.evaluation import corpus, runner
 from pgrecall.evaluation.dataset import load_dataset
-from pgrecall.evaluation.pipeline import OWNER, loaded_store
-from pgrecall.services.search import SearchOptions, SearchService
-from pgrecall.store.search import SearchParams, SearchRows, Tuning
 
 HERE = Path(__file__).resolve().parent
 SHARED = ("cranfield", "cisi")
@@ -56,17 +54,6 @@ def path_of(name: str) -> Path:
     return corpus.DEFAULT_DATA_DIR / name if name in SHARED else HERE / "collections" / name
 
 
-class CapturingStore(runner.DepthStore):
-    """The depth store, keeping the statement's rows of the last search (entry ids included)."""
-
-    last: SearchRows | None = None
-
-    def search(self, params: SearchParams) -> SearchRows:
-        """Run the statement and keep its rows."""
-        self.last = super().search(params)
-        return self.last
-
-
 def collect(name: str, cache: Path) -> None:
     """Every query's two branches of one collection, into cache/<name>.json."""
     home = Path(os.environ.get("PGRECALL_HOME") or tempfile.mkdtemp(prefix="pgrecall-fusion-"))
@@ -75,17 +62,9 @@ def collect(name: str, cache: Path) -> None:
     dataset = load_dataset(path_of(name))
     queries = {q: runner.clip_query(t) for q, t in dataset.evaluated_queries().items()}
     out: dict[str, Any] = {}
-    with loaded_store(settings, dataset, embedder, progress=True) as (app, scoped, loaded):
-        assert app.pool is not None
-        scale = app.search.model_scale()
-        assert scale is not None, "the model's cosine scale could not be measured"
-        service = SearchService(scoped, app.pool, app.catalog, CachedQueryEmbedder(embedder), tuning=Tuning())
-        # Statement LIMIT 100 ≥ 50 + 50: every candidate of both branches comes back.
-        store = service.store = CapturingStore(app.pool, 100)
+    with captured_searches(settings, dataset, embedder, progress=True) as (rows_of, loaded, scale):
         for qid, text in queries.items():
-            service.search(OWNER, text, top_k=10, options=SearchOptions(fusion="rrf"))
-            found = store.last
-            assert found is not None
+            found = rows_of(text)
             out[qid] = {
                 "terms": found.query_terms,
                 "lexical_candidates": found.lexical_candidates,
