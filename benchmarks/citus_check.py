@@ -347,8 +347,8 @@ def refuse_output(path: Path, force: bool) -> str | None:
     return f"{path} {what}: choose another --json path, or add --force to overwrite it"
 
 
-def versions(cluster_url: str, single_url: str) -> dict[str, Any]:
-    """What the proof ran on: Citus, PostgreSQL and pgvector of the cluster, and the pgrecall commit."""
+def versions(cluster_url: str, single_url: str, made: dict[str, Any]) -> dict[str, Any]:
+    """What the proof ran on: Citus, PostgreSQL and pgvector of the cluster, and the commit of the run."""
     with psycopg.connect(cluster_url, row_factory=dict_row) as conn:
         row = conn.execute(
             "SELECT citus_version() AS citus, current_setting('server_version') AS postgresql, "
@@ -359,7 +359,6 @@ def versions(cluster_url: str, single_url: str) -> dict[str, Any]:
 
     from pgrecall import __version__
 
-    made = record.commit()
     return {**(row or {}), "single_node_postgresql": (single or {}).get("postgresql"),
             "pgrecall": __version__, "commit": made["sha"], "uncommitted_changes": made["dirty"]}  # fmt: skip
 
@@ -413,7 +412,7 @@ def main() -> int:
         servers = throwaway_servers(args.pg_bin, "pgrecall-bench-citus-", args.run_as, keep=args.keep)
         with servers as (root, cluster, single):
             report["workers"] = len(cluster.workers)
-            report["versions"] = versions(cluster.coordinator.url, single.url)
+            report["versions"] = versions(cluster.coordinator.url, single.url, run.commit)
             home = root / "home"
             for url in (cluster.coordinator.url, single.url):
                 done = _pgrecall(url, home, "migrate", "upgrade")

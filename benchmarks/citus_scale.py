@@ -172,7 +172,7 @@ def main() -> int:
             single,
         ):
             report["nodes"] = {"cluster": f"coordinator + {len(cluster.workers)} workers", "single": "1"}
-            report["versions"] = versions(cluster.coordinator.url, single.url)
+            report["versions"] = versions(cluster.coordinator.url, single.url, run.commit)
             home = root / "home"
             urls = {"cluster": cluster.coordinator.url, "single": single.url}
             for url in urls.values():
