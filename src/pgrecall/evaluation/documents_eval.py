@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -47,7 +46,7 @@ from pgrecall.domain.validation import MAX_TOP_K
 from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.errors import InvalidInputError
-from pgrecall.evaluation import runner
+from pgrecall.evaluation import record, runner
 from pgrecall.evaluation.documents_dataset import DocumentCollection, load_document_collection
 from pgrecall.evaluation.loader import isolated_database
 from pgrecall.evaluation.pipeline import _server_facts, _versions, parse_modes
@@ -433,17 +432,6 @@ def targets(chunked: Mapping[str, Any], whole: Mapping[str, Any]) -> dict[str, A
     return out
 
 
-def git_commit() -> str | None:
-    """The checked-out commit of the working directory's repository, when there is one."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
-
-
 def evaluate_documents(
     settings: Settings,
     collection_dir: Path | str,
@@ -500,7 +488,7 @@ def evaluate_documents(
     return {
         "kind": "documents",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
+        "commit": record.commit()["sha"],
         "collection": {
             "name": collection.name,
             "path": str(collection.path),
