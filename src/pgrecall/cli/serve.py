@@ -182,7 +182,7 @@ def _auth_base_url(runtime: Runtime, host: str, port: int) -> str | None:
     """
     from pgrecall.mcp.auth import is_loopback
 
-    if not (runtime.settings.auth_required or not is_loopback(host)):
+    if not runtime.settings.auth_required and is_loopback(host):
         return None
     if runtime.app.tokens.active_count() == 0:
         fail(
