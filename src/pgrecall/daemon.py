@@ -144,15 +144,28 @@ class HoldersFile:
         return state
 
 
+def wait_until(done: Callable[[], bool], timeout: float, interval_s: float = 0.05) -> bool:
+    """Poll `done` until it is true or `timeout` seconds have passed; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if done():
+            return True
+        time.sleep(interval_s)
+    return done()
+
+
 def wait_gone(pid: int, started: float, timeout: float) -> bool:
     """Poll until process (pid, start time) has exited."""
     holder = Holder(pid, started)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not holder.alive():
-            return True
-        time.sleep(0.05)
-    return not holder.alive()
+    return wait_until(lambda: not holder.alive(), timeout)
+
+
+def log_tail(path: Path, lines: int) -> str:
+    """The last lines of a shared process's log (for the error when it did not start)."""
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
 
 
 def watch_holders(

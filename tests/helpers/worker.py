@@ -14,8 +14,7 @@ from typing import Any
 
 from pgrecall.config import Settings
 from pgrecall.daemon import Holder
-from pgrecall.worker import lifecycle
-from pgrecall.worker.rundir import socket_path
+from pgrecall.worker import lifecycle, socket_path
 
 _VOCABULARY = (
     "the memory store keeps short notes about projects people decisions and code reviews written by "

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from pgrecall.worker import socket_path
 from pgrecall.worker.lifecycle import ping
-from pgrecall.worker.rundir import socket_path
 from pgrecall.worker.server import MAX_BODY_BYTES
 from tests.helpers.worker import exchange, http_request, read_reply
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pgrecall.config import Settings
+from pgrecall.worker import socket_path
 from pgrecall.worker.client import WorkerClient
-from pgrecall.worker.rundir import socket_path
 from pgrecall.worker.server import MAX_BODY_BYTES, MAX_TEXTS
 from tests.helpers.worker import exchange, http_request
 

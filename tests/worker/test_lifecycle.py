@@ -141,7 +141,7 @@ def test_deep_home_serves_through_a_short_private_socket_dir(home: Path) -> None
     try:
         assert len(emb.embed_queries(["deep home"])) == 1
         status = emb.client.status()
-        sock_dir = Path((deep / "worker" / "socket-path").read_text()).parent
+        sock_dir = Path((deep / "worker" / "socket-dir").read_text())
         assert sock_dir.stat().st_mode & 0o777 == 0o700
     finally:
         emb.client.close()

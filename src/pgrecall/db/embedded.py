@@ -17,7 +17,6 @@ import os
 import shutil
 import stat
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,8 +24,10 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from pgrecall.daemon import HoldersFile, State
-from pgrecall.db import server_memory, socketdir
+from pgrecall.daemon import HoldersFile, State, log_tail, wait_until
+from pgrecall.db import server_memory
+from pgrecall.db.privatedir import RunDirError
+from pgrecall.db.socketdir import SocketDir, server_uid
 from pgrecall.errors import ConfigurationError, DatabaseUnavailableError, PgrecallError
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,13 @@ def _others_can_traverse(path: Path) -> bool:
     return all(part.stat().st_mode & stat.S_IXOTH for part in [path, *path.parents])
 
 
+def _not_private(exc: RunDirError) -> DatabaseUnavailableError:
+    return DatabaseUnavailableError(
+        f"the embedded PostgreSQL's socket directory is not private or not usable: {exc}; remove that "
+        "directory (pgrecall makes a private one) or point PGRECALL_HOME at a directory of this user's"
+    )
+
+
 class ServerInUseError(PgrecallError):
     """`db stop` without --force while other processes hold the server."""
 
@@ -104,7 +112,21 @@ class EmbeddedServer:
     @property
     def socket_dir(self) -> Path:
         """Directory of the server's unix socket, verified private now (raises DatabaseUnavailableError)."""
-        return socketdir.current(self.home, self.run_dir, socketdir.server_uid(SERVER_USER))
+        try:
+            directory = self._socket().current()
+        except RunDirError as exc:
+            raise _not_private(exc) from exc
+        if directory is None:
+            raise DatabaseUnavailableError(
+                f"no socket directory is recorded in {self.home / 'socket-dir'}; the embedded server is "
+                "not started"
+            )
+        return directory
+
+    def _socket(self) -> SocketDir:
+        return SocketDir(
+            self.run_dir, self.home / "socket-dir", ".s.PGSQL.5432", "pgrecall-pg-", server_uid(SERVER_USER)
+        )
 
     def url(self, database: str = DATABASE) -> str:
         """libpq URL for the running server (psql accepts it); the socket directory is verified each call."""
@@ -239,7 +261,10 @@ class EmbeddedServer:
 
     def _start(self) -> None:
         self._ensure_server_user()
-        sock = socketdir.prepare(self.home, self.run_dir, socketdir.server_uid(SERVER_USER))
+        try:
+            sock = self._socket().prepare()
+        except RunDirError as exc:
+            raise _not_private(exc) from exc
         pidfile = self.pgdata / "postmaster.pid"
         if pidfile.exists() and not self.postmaster_alive():
             # Left by a killed postmaster; if its pid now belongs to another process of the
@@ -264,9 +289,7 @@ class EmbeddedServer:
             "start",
         )
         if result.returncode != 0:
-            tail = ""
-            with contextlib.suppress(OSError):
-                tail = "\n".join(self.log_file.read_text().splitlines()[-20:])
+            tail = log_tail(self.log_file, 20)
             raise DatabaseUnavailableError(
                 f"the embedded PostgreSQL did not start (data: {self.pgdata}):\n"
                 f"{result.stderr.strip()}\n{tail}"
@@ -284,7 +307,7 @@ class EmbeddedServer:
         result = self._run("pg_ctl", "-w", "-t", "60", "-D", str(self.pgdata), "-m", "fast", "stop")
         if result.returncode != 0 and self.running():
             raise DatabaseUnavailableError(f"could not stop the embedded PostgreSQL: {result.stderr.strip()}")
-        socketdir.discard(self.home, self.run_dir, socketdir.server_uid(SERVER_USER))
+        self._socket().discard()
 
     # -- public lifecycle ----------------------------------------------------------
     def acquire(self) -> str:
@@ -387,9 +410,4 @@ class EmbeddedServer:
 
     def wait_stopped(self, timeout: float = 10.0) -> bool:
         """Poll until the postmaster is gone (tests)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.running():
-                return True
-            time.sleep(0.05)
-        return not self.running()
+        return wait_until(lambda: not self.running(), timeout)

@@ -11,6 +11,42 @@ Clients talk to it over HTTP on a private unix socket (server.py). For the rest 
 The worker itself: ``python -m pgrecall.worker --home DIR`` (started by lifecycle.ensure_worker).
 """
 
+from __future__ import annotations
+
+from pathlib import Path
+
+from pgrecall.db.privatedir import RunDirError, ensure_private_dir, verify_private_dir
+from pgrecall.db.socketdir import SocketDir
+
 # Reported by `status`; a starter replaces a worker that speaks another version (after an upgrade).
 # 2: HTTP on the socket (1 was a custom binary frame protocol).
 PROTOCOL_VERSION = 2
+SOCKET_NAME = "worker.sock"
+
+
+def worker_dir(home: Path) -> Path:
+    """Where the worker keeps its lock, holders file, log and (if short enough) its socket."""
+    return home.expanduser().resolve() / "worker"
+
+
+def ensure_worker_dir(home: Path) -> Path:
+    """`<home>/worker`, created 0700 if missing and checked if present (RunDirError if not private)."""
+    return ensure_private_dir(worker_dir(home))
+
+
+def socket_path(home: Path, *, create: bool) -> Path | None:
+    """The worker socket's path; create makes its private directory (call under the worker lock).
+
+    Without create, None means there is no trustworthy socket location (yet).
+    """
+    wdir = worker_dir(home)
+    where = SocketDir(wdir, wdir / "socket-dir", SOCKET_NAME, "pgrecall-w-")
+    if create:
+        ensure_worker_dir(home)
+        return where.prepare() / SOCKET_NAME
+    try:
+        verify_private_dir(wdir)  # it holds the record
+        directory = where.current()
+    except RunDirError:
+        return None
+    return None if directory is None else directory / SOCKET_NAME

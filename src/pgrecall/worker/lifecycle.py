@@ -14,19 +14,17 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from pgrecall.config import Settings
-from pgrecall.daemon import HoldersFile
+from pgrecall.daemon import HoldersFile, log_tail, wait_until
 from pgrecall.daemon import wait_gone as wait_gone
 from pgrecall.embeddings.base import EmbeddingError
 from pgrecall.embeddings.factory import expected_identity
-from pgrecall.worker import PROTOCOL_VERSION
-from pgrecall.worker.rundir import ensure_worker_dir, socket_path, worker_dir
+from pgrecall.worker import PROTOCOL_VERSION, ensure_worker_dir, socket_path, worker_dir
 
 log = logging.getLogger(__name__)
 
@@ -155,13 +153,6 @@ def _shutdown(path: Path, timeout: float) -> None:
         call(http, "/shutdown", {}, timeout=timeout)
 
 
-def _log_tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
 def _child_env(settings: Settings) -> dict[str, str]:
     env = worker_env(settings, dict(os.environ))
     # The worker runs from its own directory and must import this very pgrecall, not whatever a
@@ -246,14 +237,13 @@ def ensure_worker(
         proc = _spawn(settings, path, grace_s)
         log.info("started model worker %d for %s", proc.pid, home)
         # Waited for under the lock: another starter must find this worker, not start a second one.
-        deadline = time.monotonic() + start_timeout_s
-        while time.monotonic() < deadline:
-            if ping(path, timeout=1.0) is not None:
-                return path
-            if proc.poll() is not None:
-                break
-            time.sleep(0.05)
-    tail = _log_tail(worker_dir(home) / "worker.log")
+        answered = wait_until(
+            lambda: ping(path, timeout=1.0) is not None or proc.poll() is not None, start_timeout_s
+        )
+        # A worker that exited at once may have found another one already serving this socket.
+        if answered and (proc.poll() is None or ping(path, timeout=1.0) is not None):
+            return path
+    tail = log_tail(worker_dir(home) / "worker.log", 15)
     raise WorkerUnavailableError(
         f"the model worker did not start (log {worker_dir(home)}/worker.log):\n{tail}"
     )

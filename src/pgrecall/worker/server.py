@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from pgrecall.daemon import HoldersFile, watch_holders
+from pgrecall.db.privatedir import RunDirError, verify_private_dir
 from pgrecall.domain.language import Thresholds
-from pgrecall.worker import PROTOCOL_VERSION
+from pgrecall.worker import PROTOCOL_VERSION, ensure_worker_dir, socket_path
 from pgrecall.worker.detection import DetectPool
 from pgrecall.worker.models import EmbedderHost
-from pgrecall.worker.rundir import RunDirError, ensure_worker_dir, socket_path, verify_private_dir
 from pgrecall.worker.scheduler import Job, Scheduler
 
 if TYPE_CHECKING:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pgrecall.worker import rundir
-from pgrecall.worker.rundir import RunDirError
+from pgrecall import worker
+from pgrecall.db.privatedir import RunDirError
+from pgrecall.db.socketdir import MAX_SOCKET_PATH_BYTES
 
 
 def _mode(path: Path) -> int:
@@ -19,7 +20,7 @@ def _mode(path: Path) -> int:
 def test_worker_dir_is_created_private(tmp_path: Path) -> None:
     old = os.umask(0o000)  # even a permissive umask must not loosen it
     try:
-        wdir = rundir.ensure_worker_dir(tmp_path / "home")
+        wdir = worker.ensure_worker_dir(tmp_path / "home")
     finally:
         os.umask(old)
     assert _mode(wdir) == 0o700
@@ -31,8 +32,8 @@ def test_existing_dir_with_wrong_mode_is_refused(tmp_path: Path) -> None:
     wdir.mkdir(parents=True)
     wdir.chmod(0o755)
     with pytest.raises(RunDirError, match="mode 755"):
-        rundir.ensure_worker_dir(tmp_path / "home")
-    assert rundir.socket_path(tmp_path / "home", create=False) is None
+        worker.ensure_worker_dir(tmp_path / "home")
+    assert worker.socket_path(tmp_path / "home", create=False) is None
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="changing a directory's owner needs root")
@@ -41,7 +42,7 @@ def test_existing_dir_with_wrong_owner_is_refused(tmp_path: Path) -> None:
     wdir.mkdir(parents=True, mode=0o700)
     os.chown(wdir, 65534, 65534)
     with pytest.raises(RunDirError, match="owned by uid 65534"):
-        rundir.ensure_worker_dir(tmp_path / "home")
+        worker.ensure_worker_dir(tmp_path / "home")
 
 
 def test_symlink_is_refused(tmp_path: Path) -> None:
@@ -50,28 +51,28 @@ def test_symlink_is_refused(tmp_path: Path) -> None:
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "worker").symlink_to(target)
     with pytest.raises(RunDirError, match="not a directory"):
-        rundir.ensure_worker_dir(tmp_path / "home")
+        worker.ensure_worker_dir(tmp_path / "home")
 
 
 def test_short_home_puts_the_socket_in_the_worker_dir(tmp_path: Path) -> None:
-    path = rundir.socket_path(tmp_path / "h", create=True)
+    path = worker.socket_path(tmp_path / "h", create=True)
     assert path == (tmp_path / "h").resolve() / "worker" / "worker.sock"
 
 
 def test_deep_home_gets_a_private_temp_dir_recorded_and_rechecked(tmp_path: Path) -> None:
     home = tmp_path / ("d" * 60) / ("e" * 60)
-    path = rundir.socket_path(home, create=True)
+    path = worker.socket_path(home, create=True)
     assert path is not None
     try:
-        assert len(os.fsencode(str(path))) <= rundir.MAX_SOCKET_PATH_BYTES
+        assert len(os.fsencode(str(path))) <= MAX_SOCKET_PATH_BYTES
         assert _mode(path.parent) == 0o700
-        record = rundir.worker_dir(home) / "socket-path"
-        assert record.read_text() == str(path)
-        assert rundir.socket_path(home, create=False) == path
+        record = worker.worker_dir(home) / "socket-dir"
+        assert record.read_text() == str(path.parent)
+        assert worker.socket_path(home, create=False) == path
         # A recorded directory that is no longer private is not trusted: a new one replaces it.
         path.parent.chmod(0o755)
-        assert rundir.socket_path(home, create=False) is None
-        fresh = rundir.socket_path(home, create=True)
+        assert worker.socket_path(home, create=False) is None
+        fresh = worker.socket_path(home, create=True)
         assert fresh is not None and fresh != path and _mode(fresh.parent) == 0o700
         fresh.parent.rmdir()
     finally:
