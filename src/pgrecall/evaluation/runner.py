@@ -204,7 +204,7 @@ class Bm25Settings:
 
     language: str  # the corpus' majority text-search config
     stemmer: str | None  # PyStemmer (Snowball) algorithm
-    stopwords: str | None  # bm25s stop-word list (ISO code)
+    stopwords: str | tuple[str, ...] | None  # bm25s stop-word list (ISO code), or the words themselves
     method: str = "lucene"
     k1: float = 1.5
     b: float = 0.75
