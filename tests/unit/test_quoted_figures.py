@@ -409,3 +409,11 @@ def test_the_per_language_table_is_the_json() -> None:
             assert _right_wrong(cells[column]) == measured, f"{code[1]}, column {column}"
             checked += 1
     assert checked >= 60
+
+
+def test_the_bm25s_tokenization_study_is_the_json() -> None:
+    table = _table_after("benchmarks-documents.md", "| bm25s over the 5 393 chunks, document level |")
+    variants = _json("bm25s_tokenization.json")["document_level"]
+    assert {row: float(cells[0]) for row, cells in table.items() if row in variants} == {
+        label: figures["nDCG@10"] for label, figures in variants.items()
+    }
