@@ -417,3 +417,14 @@ def test_the_bm25s_tokenization_study_is_the_json() -> None:
     assert {row: float(cells[0]) for row, cells in table.items() if row in variants} == {
         label: figures["nDCG@10"] for label, figures in variants.items()
     }
+
+
+def test_the_whole_debian_manuals_table_is_the_json() -> None:
+    results = _json("documents-eval-debian-manuals-full.json")["results"]
+    table = _table_after("benchmarks-documents.md", "| nDCG@10 (debian-manuals, whole collection) |")
+    for row, system in {**ROWS, "bm25s (same chunks / whole documents)": "bm25s"}.items():
+        chunked_doc, chunked_passage, whole_doc, gain = table[row]
+        assert float(chunked_doc) == results["chunked"][system]["document"]["nDCG@10"], row
+        assert float(chunked_passage) == results["chunked"][system]["passage"]["nDCG@10"], row
+        assert float(whole_doc) == results["whole"][system]["document"]["nDCG@10"], row
+        assert float(gain) == round(float(chunked_doc) - float(whole_doc), 4), row
