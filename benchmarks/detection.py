@@ -237,7 +237,7 @@ def main() -> None:
     )
     parser.add_argument("--ddtp-per-language", type=int, default=400)
     args = parser.parse_args()
-    run = record.Run(vars(args))
+    recording = record.Run(vars(args))
     if args.devset:
         texts = devset.load_jsonl(args.devset)
     elif args.cache and args.cache.exists():
@@ -288,7 +288,7 @@ def main() -> None:
             "memory": mem,
             "ddtp": ddtp,
         }
-        record.write(run.finish(report), args.json)
+        record.write(recording.finish(report), args.json)
 
 
 if __name__ == "__main__":
