@@ -35,7 +35,7 @@ THRESHOLDS = Thresholds(min_letters=20, min_confidence=0.2, min_ratio=1.2)
 
 # A fresh interpreter per configuration, so that lingua's per-language model caches never mix.
 MEMORY_PROBE = r"""
-import json, resource, sys, time, psutil
+import json, sys, time, psutil
 kind, texts = sys.argv[1], json.loads(sys.stdin.read())
 proc = psutil.Process()
 started = time.perf_counter()
@@ -60,7 +60,9 @@ if kind != "baseline":
     from pgrecall.detection.short_text import lingua_models
     lingua_models().set_budget(lingua_models().budget, linger=0.0)
 after_mb = proc.memory_info().rss / 1e6
-peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+# VmHWM: this interpreter's own peak (ru_maxrss would start from its parent's, all models loaded).
+with open("/proc/self/status") as status:
+    peak_mb = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:")) * 1024 / 1e6
 print(json.dumps({"rss_mb": rss_mb, "peak_rss_mb": peak_mb, "loaded_during": during,
                   "rss_after_linger_mb": after_mb,
                   "load_s": load_s, "ms_per_text": 1000 * total_s / max(len(texts), 1), "loaded": loaded()}))
