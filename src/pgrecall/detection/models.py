@@ -31,8 +31,9 @@ DEFAULT_BUDGET = 1
 # A burst of short technical notes meets a handful of rivals (Latin, Tagalog, Esperanto…); each one
 # unloaded too early is loaded again for the next text that meets it, so rivals linger, as many as
 # DEFAULT_CEILING languages within DEFAULT_MODEL_MEMORY_MB. The memory cap is what keeps the detection
-# process within its 250 MB at the peak of a burst, a model loading included: that target less what the
-# process holds without high-accuracy models and less what a load takes for a moment; it is counted in
+# process within its 250 MB at the peak of a burst whose texts bring a rival or two, a model loading
+# included: that target less what the process holds without high-accuracy models and less what a load
+# takes for a moment (a text bringing five new candidates at once still goes over). It is counted in
 # MB, as languages' models differ in size by more than half (docs/languages.md, "Memory").
 DEFAULT_CEILING = 8
 DEFAULT_MODEL_MEMORY_MB = 130
