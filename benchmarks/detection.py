@@ -3,7 +3,7 @@
 The dev set comes from the machine's gettext catalogues (pgrecall.evaluation.detection_devset), split
 in halves by catalogue; the first stage was tuned on the 'tune' half and figures are reported on the
 'report' half. Memory is the resident size of a fresh process after detecting texts from a store
-holding two (en+de) or three (en+de+fr) languages.
+holding two (en+de) or three (en+de+fr) languages, and its peak while it did.
 
 A second dev set, Debian's package descriptions in de/fr/es/en (benchmarks/ddtp_devset.py), is scored
 too when --ddtp names the directory holding the Translation files.
@@ -60,7 +60,11 @@ if kind != "baseline":
     from pgrecall.detection.short_text import lingua_models
     lingua_models().set_budget(lingua_models().budget, linger=0.0)
 after_mb = proc.memory_info().rss / 1e6
-print(json.dumps({"rss_mb": rss_mb, "loaded_during": during, "rss_after_linger_mb": after_mb,
+# VmHWM: this interpreter's own peak (ru_maxrss would start from its parent's, all models loaded).
+with open("/proc/self/status") as status:
+    peak_mb = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:")) * 1024 / 1e6
+print(json.dumps({"rss_mb": rss_mb, "peak_rss_mb": peak_mb, "loaded_during": during,
+                  "rss_after_linger_mb": after_mb,
                   "load_s": load_s, "ms_per_text": 1000 * total_s / max(len(texts), 1), "loaded": loaded()}))
 """
 
@@ -197,13 +201,14 @@ def print_table(results: dict[str, Any], mem: dict[str, Any]) -> None:
     """The human-readable summary."""
     print_accuracy("gettext catalogues", results)
     print(
-        f"{'store':<10} {'detector':<10} {'texts':>6} {'RSS MB':>8} {'after':>7} {'load s':>7} "
+        f"{'store':<10} {'detector':<10} {'texts':>6} {'RSS MB':>8} {'peak':>7} {'after':>7} {'load s':>7} "
         f"{'ms/text':>8}  loaded (during -> after)"
     )
     for store, per_det in mem.items():
         for det, m in per_det.items():
             print(
-                f"{store:<10} {det:<10} {m['texts']:>6} {m['rss_mb']:>8.1f} {m['rss_after_linger_mb']:>7.1f} "
+                f"{store:<10} {det:<10} {m['texts']:>6} {m['rss_mb']:>8.1f} {m['peak_rss_mb']:>7.1f} "
+                f"{m['rss_after_linger_mb']:>7.1f} "
                 f"{m['load_s']:>7.2f} {m['ms_per_text']:>8.2f}  "
                 f"{' '.join(m['loaded_during'])} -> {' '.join(m['loaded'])}"
             )
@@ -234,7 +239,7 @@ def main() -> None:
     )
     parser.add_argument("--ddtp-per-language", type=int, default=400)
     args = parser.parse_args()
-    run = record.Run(vars(args))
+    recording = record.Run(vars(args))
     if args.devset:
         texts = devset.load_jsonl(args.devset)
     elif args.cache and args.cache.exists():
@@ -285,7 +290,7 @@ def main() -> None:
             "memory": mem,
             "ddtp": ddtp,
         }
-        record.write(run.finish(report), args.json)
+        record.write(recording.finish(report), args.json)
 
 
 if __name__ == "__main__":

@@ -2,13 +2,13 @@
 
 lingua keeps one model cache per language for the whole process. Low-accuracy mode reads only the
 trigram models (~1 MB a language); high-accuracy mode adds uni-, bi-, quadri- and fivegram models
-(~23 MB a language once loaded, and about twice that while loading). `LinguaModels` runs both modes
-and keeps `budget` languages' high-accuracy models resident between bursts: the languages used most
-often stay. A rival loaded for one text lingers `linger` seconds after its last use (at most `ceiling`
-languages in all), so a burst of writes whose texts meet the same rivals loads each of them once
-instead of loading and unloading two models per text (~120 ms of CPU each time); once the burst is
-over they are unloaded. glibc keeps freed model memory in its arenas, so after unloading we ask it to
-give that memory back to the system.
+(up to ~22 MB a language once loaded, and tens of MB more while loading). `LinguaModels` runs both
+modes and keeps `budget` languages' high-accuracy models resident between bursts: the languages used
+most often stay. A rival loaded for one text lingers `linger` seconds after its last use (at most
+`ceiling` languages in all, room made before a load), so a burst of writes whose texts meet the same
+rivals loads each of them once instead of loading and unloading two models per text; once the burst
+is over they are unloaded. glibc would keep lingua's loading buffers and the freed models in its heap,
+so large allocations are kept out of it and, after unloading, it is asked to give memory back.
 
 All lingua calls go through one lock: an unload must never run while another thread computes.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import threading
 import time
 from collections import Counter
@@ -24,33 +25,61 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
-# High-accuracy models a process keeps between texts. Measured on stores of the tune half (300 texts per
-# language, short texts always reaching high accuracy): en+de ends at ~128 MB with budget 0, ~151 MB with
-# 1 and ~171 MB with 2. Repeated loading fragments the heap, so each resident language costs more than its
-# ~23 MB. 1 keeps a store's main language loaded at about the 150 MB target; 2 would be ~20 MB over it.
+# High-accuracy models a process keeps between texts, rivals' linger over: a store's main language stays
+# loaded; a second would leave less room for the rivals of a burst (docs/languages.md, "Memory").
 DEFAULT_BUDGET = 1
-# A burst of short technical notes meets a handful of rivals (Latin, Tagalog, Esperanto…). On the load
-# test's notes (benchmarks/detection_churn.py), CPU per text: 120 ms with none lingering, 30 ms with up to
-# 6 resident, 14 ms with 8, 6 ms with 12 (peak RSS 312 / 389 / 409 / 468 MB; `full`: 0.7 ms, 825 MB).
-# Eight in all while a burst lasts, back to the budget 30 s after the last text that used them.
+# A burst of short technical notes meets a handful of rivals (Latin, Tagalog, Esperanto…); each one
+# unloaded too early is loaded again for the next text that meets it, so rivals linger, as many as
+# DEFAULT_CEILING languages within DEFAULT_MODEL_MEMORY_MB. The memory cap is what keeps the detection
+# process within its 250 MB at the peak of a burst whose texts bring a rival or two, a model loading
+# included: that target less what the process holds without high-accuracy models and less what a load
+# takes for a moment (a text bringing five new candidates at once still goes over). It is counted in
+# MB, as languages' models differ in size by more than half (docs/languages.md, "Memory").
 DEFAULT_CEILING = 8
+DEFAULT_MODEL_MEMORY_MB = 130
+# A language whose models have not loaded yet counts as one of the largest.
+UNMEASURED_MODEL_MB = 24
 DEFAULT_LINGER_SECONDS = 30.0
 
 
+# glibc's mallopt parameter for the size from which an allocation gets its own mapping.
+_M_MMAP_THRESHOLD = -3
+# lingua's loading buffers and model tables are far larger than this: they get mappings of their own,
+# which go back to the system when freed. glibc's default threshold rises to the size of the first
+# such mapping freed, after which both land in the heap and stay there as fragments once freed.
+MMAP_THRESHOLD_BYTES = 128 * 1024
+
+
 @cache
-def _malloc_trim() -> Any:
+def _libc() -> Any:
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc: nothing to trim
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
         return None
 
 
 def release_freed_memory() -> None:
     """Return memory freed by unloaded models to the system (glibc only; a no-op elsewhere)."""
-    trim = _malloc_trim()
+    trim = getattr(_libc(), "malloc_trim", None)
     if trim is not None:
         trim(0)
+
+
+@cache
+def keep_large_allocations_out_of_the_heap() -> None:
+    """Fix glibc's mmap threshold for this process, once (a no-op elsewhere)."""
+    mallopt = getattr(_libc(), "mallopt", None)
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+
+
+def _resident_mb() -> float:
+    """This process's resident memory in MB (Linux; elsewhere 0, and models count as unmeasured)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def iso_of(language: Any) -> str:
@@ -86,19 +115,23 @@ class LinguaModels:
         budget: int = DEFAULT_BUDGET,
         *,
         ceiling: int = DEFAULT_CEILING,
+        memory_mb: float = DEFAULT_MODEL_MEMORY_MB,
         linger: float = DEFAULT_LINGER_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.low_languages = frozenset(low_languages)
         self.budget = budget
         self.ceiling = ceiling  # never below the budget: see _evict
+        self.memory_mb = memory_mb
         self.linger = linger
         self._clock = clock
+        keep_large_allocations_out_of_the_heap()
         self._lock = threading.Lock()
         self._low: Any = None
         self._detectors: dict[frozenset[str], Any] = {}
         self._resident: dict[str, float] = {}  # high-accuracy language → last use, least recent first
         self._uses: Counter[str] = Counter()
+        self._sizes: dict[str, float] = {}  # language → MB the process grew by when it loaded
         self._timer: threading.Timer | None = None
         self.loads = 0
         self.unloads = 0
@@ -123,10 +156,18 @@ class LinguaModels:
         if len(wanted) < 2:
             raise ValueError("high-accuracy detection needs two languages or more")
         with self._lock:
+            # Room first: the ceiling holds while the new models load, not only once they have.
+            self._evict(keep=wanted)
             detector = self._detectors.get(wanted)
             if detector is None:
                 detector = self._detectors[wanted] = self._build(wanted)
+            incoming = wanted - self._resident.keys()
+            before = _resident_mb() if incoming else 0.0
             values = detector.compute_language_confidence_values(text)
+            if incoming:  # lingua loads the models it lacks on first use
+                grown = (_resident_mb() - before) / len(incoming)
+                for code in incoming:
+                    self._sizes[code] = max(self._sizes.get(code, 0.0), grown)
             now = self._clock()
             for code in sorted(wanted):
                 self._uses[code] += 1
@@ -137,21 +178,29 @@ class LinguaModels:
             self._evict()
         return [(iso_of(v.language), float(v.value)) for v in values]
 
-    def _evict(self) -> None:
-        """Unload past the ceiling now, past the budget what has lingered long enough (lock held)."""
-        if len(self._resident) <= self.budget:
-            return
+    def _evict(self, keep: frozenset[str] = frozenset()) -> None:
+        """Unload past the ceiling or the memory now, past the budget what lingered long enough (lock held).
+
+        `keep`: languages about to be used, which stay, and whose models still to load count as resident;
+        before a load only the ceiling and the memory unload.
+        """
+        incoming = keep - self._resident.keys()
         now = self._clock()
         # Least used first, least recent among equals: a store's own languages outlive rare rivals.
         order = {code: i for i, code in enumerate(self._resident)}
-        ranked = sorted(self._resident, key=lambda c: (self._uses[c], order[c]))
-        over_ceiling = max(len(self._resident) - max(self.ceiling, self.budget), 0)
-        victims = ranked[:over_ceiling]
-        for code in ranked[over_ceiling:]:
-            if len(self._resident) - len(victims) <= self.budget:
-                break
-            if now - self._resident[code] >= self.linger:
+        ranked = sorted((c for c in self._resident if c not in keep), key=lambda c: (self._uses[c], order[c]))
+        count = len(self._resident) + len(incoming)
+        memory = sum(map(self._size, [*self._resident, *incoming]))
+        victims: list[str] = []
+        for code in ranked:
+            # The budget's languages may always stay; a load unloads only what it must, as the
+            # languages it brings count among the most used once it is done.
+            over = count > max(self.ceiling, self.budget) or (count > self.budget and memory > self.memory_mb)
+            lingered = not keep and count > self.budget and now - self._resident[code] >= self.linger
+            if over or lingered:
                 victims.append(code)
+                count -= 1
+                memory -= self._size(code)
         for code in victims:
             # A one-language detector never loads models, but unloading through it frees them.
             self._build([code]).unload_language_models()
@@ -161,6 +210,9 @@ class LinguaModels:
             release_freed_memory()
         if len(self._resident) > self.budget:
             self._schedule(min(self._resident.values()) + self.linger - now)
+
+    def _size(self, code: str) -> float:
+        return self._sizes.get(code, UNMEASURED_MODEL_MB)
 
     def _schedule(self, delay: float) -> None:
         # One timer at a time: it evicts what lingered long enough, then re-arms while needed.
@@ -175,6 +227,11 @@ class LinguaModels:
         with self._lock:
             self._timer = None
             self._evict()
+
+    def sizes(self) -> dict[str, float]:
+        """MB the process grew by when each language's high-accuracy models last loaded (the most seen)."""
+        with self._lock:
+            return dict(self._sizes)
 
     def resident(self) -> list[str]:
         """Languages whose high-accuracy models are loaded now."""

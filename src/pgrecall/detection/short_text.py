@@ -63,10 +63,18 @@ STOPWORD_CANDIDATES = 2
 # On short texts high accuracy alone often weighs a neighbour's trigrams above the function words that
 # name the language ("Servidor de estado del sistema": Portuguese; "greffon Markdown pour Geany":
 # English): among the candidates that have a stop-word list, each stop word of a language multiplies
-# its confidence by 1 + STOPWORD_PRIOR. DDTP's tune half kept gaining up to 4; gettext's, where most
-# languages have no list, gained as much at 2 as at 1.
+# its confidence by 1 + STOPWORD_PRIOR. Chosen on the tune halves of both dev sets: a stronger prior
+# suits synopses, whose languages all have a list, and is no gain where most languages have none
+# (docs/languages.md, "What the tuning changed").
 STOPWORD_PRIOR = 2.0
 STOPWORD_MIN_HITS = 1
+# A short text without a single function word ("PipeWire libcamera plugin", "magical config file
+# parser") is judged on names and jargon alone. Trigrams then miss its language more often, so they name
+# more candidates; and its best language must be `BARE_RATIO` times as likely as the runner-up instead of
+# the thresholds' ratio, or it stays `simple`: a name's trigrams are weak evidence of a stemmer.
+# Chosen on the tune halves of both dev sets (docs/languages.md, "What the tuning changed").
+BARE_CANDIDATES = 5
+BARE_RATIO = 2.0
 _WORD = re.compile(r"\w+")
 
 _MODELS: LinguaModels | None = None
@@ -160,12 +168,13 @@ class ShortTextDetector:
             iso = self._norwegian
         return Detection(iso, confidence)
 
-    def _decide(self, ranked: list[tuple[str, float]]) -> Detection:
+    def _decide(self, ranked: list[tuple[str, float]], ratio: float = 0.0) -> Detection:
+        """The best of `ranked` if the thresholds trust it and it is `ratio` times the runner-up."""
         if not ranked:
             return UNSURE
         iso, best = ranked[0]
         runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
-        if not self.thresholds.trusted(best, runner_up):
+        if not self.thresholds.trusted(best, runner_up) or best < ratio * runner_up:
             return Detection(None, best)
         return self._report(iso, best)
 
@@ -179,11 +188,13 @@ class ShortTextDetector:
         words = word_count(sample)
         lookalike = LONG_LOOKALIKE_WEIGHT if words >= SHORTCUT_MIN_WORDS else LOOKALIKE_WEIGHT
         if stage.latin:
-            ranked = _weighted(models.low_accuracy(sample)[: max(STAGE1_CANDIDATES, 8)], lookalike)
-            candidates = [code for code, _ in ranked[:STAGE1_CANDIDATES]]
+            hits = stopword_hits(sample)
+            bare = words < SHORTCUT_MIN_WORDS and not any(hits.values())
+            wanted = BARE_CANDIDATES if bare else STAGE1_CANDIDATES
+            ranked = _weighted(models.low_accuracy(sample)[: max(wanted, 8)], lookalike)
+            candidates = [code for code, _ in ranked[:wanted]]
             if not candidates:
                 return UNSURE
-            hits = stopword_hits(sample)
             extra = [c for c in stopword_languages(sample, hits) if c not in candidates]
             if extra:
                 candidates += extra
@@ -202,6 +213,8 @@ class ShortTextDetector:
                 return self._report(candidates[0], None) if candidates else UNSURE
             return self._decide(_weighted(models.high_accuracy(sample, candidates), lookalike))
         found = models.high_accuracy(sample, candidates)
+        if bare:
+            return self._decide(_weighted(found, lookalike), BARE_RATIO)
         if words < SHORTCUT_MIN_WORDS:
             found = with_stopword_prior(found, hits)
         return self._decide(_weighted(found, lookalike))
