@@ -281,7 +281,10 @@ def measure_recall(
         fsql = sql.SQL(" AND e.tags @> %(f_tags_all)s::text[]" if filtered else "")
         exact = sql.SQL(SQL_EXACT).format(filters=fsql)
         shipped = store.Tuning()
-        tunings = [shipped] + [dataclasses.replace(shipped, ef_search=ef) for ef in ef_sweep]
+        # The swept list replaces the one of the store's tier, whichever it is.
+        tunings = [shipped] + [
+            dataclasses.replace(shipped, ef_search=ef, ef_search_huge=ef) for ef in ef_sweep
+        ]
         recalls: list[list[float]] = [[] for _ in tunings]
         for qvec in qvecs:
             wanted: set[Any] | None = None
