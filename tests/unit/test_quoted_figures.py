@@ -428,3 +428,31 @@ def test_the_whole_debian_manuals_table_is_the_json() -> None:
         assert float(chunked_passage) == results["chunked"][system]["passage"]["nDCG@10"], row
         assert float(whole_doc) == results["whole"][system]["document"]["nDCG@10"], row
         assert float(gain) == round(float(chunked_doc) - float(whole_doc), 4), row
+
+
+def test_the_1m_table_is_the_json() -> None:
+    """docs/benchmarks-documents.md, 1M chunks: this run's column and the run before's, each from its JSON."""
+    table = _rows("benchmarks-documents.md", "| figure | 8 000 real parents (this run) |")
+    for column, json_name in enumerate(("search-1m.json", "search-1m-derived-parents.json")):
+        size = _json(json_name)["sizes"]["1000000"]
+        load, latency, recall = size["load"], size["latency"], size["hnsw_recall_at_10"]
+
+        def cell(row: str, column: int = column) -> str:
+            return table[row][column]
+
+        copy = "COPY (generated tsvector in 17 languages, statistics triggers)"
+        assert cell(copy) == f"{load['copy_seconds']} s, {load['import_rows_per_s']} rows/s", json_name
+        hnsw = "HNSW build (m 24, ef_construction 256, `maintenance_work_mem` 4 GB)"
+        assert cell(hnsw) == f"{load['hnsw_build_seconds']} s", json_name
+        for row, mode in (
+            ("hybrid search p50 / p95 / p99", "hybrid"),
+            ("1 %-selective tag filter: hybrid p50 / p95 / p99", "hybrid_filtered"),
+        ):
+            ms = latency[mode]["search_ms"]
+            assert cell(row) == f"{ms['p50']} / {ms['p95']} / {ms['p99']} ms", (json_name, row)
+        shipped = "HNSW recall@10 at `ef_search` 250 (shipped when run), unfiltered / filtered"
+        assert cell(shipped) == f"{recall['unfiltered']} / {recall['filtered']}", json_name
+        for branch in ("unfiltered", "filtered"):
+            row = f"recall@10 at `ef_search` 400 / 600 / 800 / 1000, {branch}"
+            swept = [str(recall["by_ef_search"][ef][branch]) for ef in ("400", "600", "800", "1000")]
+            assert cell(row) == " / ".join(swept), (json_name, row)

@@ -37,6 +37,7 @@ _ESCAPES = [
     (re.compile(r"\\[&,/|^%:]"), ""),
     (re.compile(r"\\(.)"), r"\1"),
 ]
+COPY_MARK = "#"  # key of a numbered copy: the original's key, COPY_MARK, the copy's number
 _TEXT_MACROS = {"B", "I", "BR", "IR", "RB", "RI", "BI", "IB", "SM", "SB", "IP", "TP", "Nm", "Nd", "Ar"}
 
 
@@ -192,6 +193,12 @@ def benchmark_docs(n: int, seed: int = 7) -> list[Doc]:
     while len(out) < n:
         base = pool[i % len(pool)]
         copy = i // len(pool) + 1
-        out.append(Doc(f"{base.key}#{copy}", base.title, f"{base.body} (copy {copy})", base.language))
+        key = f"{base.key}{COPY_MARK}{copy}"
+        out.append(Doc(key, base.title, f"{base.body} (copy {copy})", base.language))
         i += 1
     return out
+
+
+def is_copy(doc: Doc) -> bool:
+    """Whether `doc` is a numbered copy that benchmark_docs made beyond the available texts."""
+    return COPY_MARK in doc.key

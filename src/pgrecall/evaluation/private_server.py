@@ -1,4 +1,8 @@
-"""A throwaway embedded PostgreSQL for benchmarks: its own home under /tmp, stopped and removed on exit."""
+"""A throwaway embedded PostgreSQL for benchmarks: its own home in the temp dir, stopped and removed on exit.
+
+The temp dir is /tmp unless TMPDIR says otherwise: a run of hours (`pgrecall bench` at 1M) sets it
+elsewhere, out of reach of the clean-up that stops every server a test run left under /tmp.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +21,8 @@ from pgrecall.db.embedded import EmbeddedServer
 
 @contextmanager
 def private_server(label: str) -> Iterator[EmbeddedServer]:
-    """An embedded server in a fresh `/tmp/pgrecall-<label>-*` home, stopped and its home removed on exit."""
-    home = Path(tempfile.mkdtemp(prefix=f"pgrecall-{label}-", dir="/tmp"))
+    """A server in a fresh `pgrecall-<label>-*` home in the temp dir, stopped and its home removed on exit."""
+    home = Path(tempfile.mkdtemp(prefix=f"pgrecall-{label}-"))
     # Started by root, the server runs as its own user: it must be able to reach its data directory.
     home.chmod(0o755)
     server = EmbeddedServer(home / "server")

