@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,9 +12,24 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from pgrecall.app import App
     from pgrecall.config import Settings
     from pgrecall.db.database import Database
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM ends a long-running command as Ctrl-C does, through its `finally` blocks.
+
+    Python's default would end the process on the spot, leaving the embedded PostgreSQL held by a
+    dead process until the next start prunes it.
+    """
+    signal.signal(signal.SIGTERM, _interrupt)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

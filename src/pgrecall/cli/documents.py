@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pgrecall.cli.common import fail, open_app
+from pgrecall.cli.common import fail, open_app, stop_on_sigterm
 from pgrecall.cli.filters import upto
 from pgrecall.cli.output import day, emit, short_id, table
 from pgrecall.domain.validation import MAX_LIST_LIMIT
@@ -110,6 +111,12 @@ def _watch(opened: App, roots: list[Path], include: list[str], exclude: list[str
            language: str | None, quiet: bool) -> None:  # fmt: skip
     """Re-sync after every batch of file changes (inotify through watchfiles), until interrupted."""
     from watchfiles import watch
+
+    # Ctrl-C (SIGINT) or a service manager's SIGTERM stops the watch; a process started with SIGINT
+    # ignored (a background job of a shell script, a test runner's worker) would otherwise keep
+    # watching through it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    stop_on_sigterm()
 
     typer.echo(f"watching {', '.join(map(str, roots))} (Ctrl-C to stop)", err=True)
     for _changes in watch(*roots, debounce=500, raise_interrupt=True):

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import logging
-import signal
 import socket
 import sys
 import threading
 from enum import StrEnum
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pgrecall.cli.common import fail, settings
+from pgrecall.cli.common import fail, settings, stop_on_sigterm
 from pgrecall.db.privatedir import ensure_private_dir, write_private_file
 
 if TYPE_CHECKING:
@@ -43,12 +41,6 @@ class Transport(StrEnum):
 
     stdio = "stdio"
     http = "http"
-
-
-def _terminate_gracefully(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM otherwise ends the process without running `finally`, leaving the embedded
-    # PostgreSQL held by a dead process until the next start prunes it.
-    raise KeyboardInterrupt
 
 
 def _warm_up(runtime: Runtime) -> None:
@@ -112,7 +104,7 @@ def serve(
     # before uvicorn has started waits in the backlog instead of being refused, and a port in use
     # fails here, before the database opens.
     sock = _listen(host, port) if policy is not None else None
-    signal.signal(signal.SIGTERM, _terminate_gracefully)
+    stop_on_sigterm()
 
     def make_app() -> App:
         from pgrecall.app import App

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import signal
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pgrecall.cli.common import settings
+from pgrecall.cli.common import settings, stop_on_sigterm
 
 if TYPE_CHECKING:
     from pgrecall.app import App
@@ -37,7 +36,6 @@ def ui(
         _log_level,
         _mount_ui,
         _open_or_fail,
-        _terminate_gracefully,
         _warm_up,
     )
     from pgrecall.mcp.http_guard import HostPolicy, guarded_app, max_request_bytes
@@ -59,7 +57,7 @@ def ui(
     # click that comes before uvicorn has started waits in the backlog instead of being refused.
     sock = _listen(HOST, port)
     taken = int(sock.getsockname()[1])
-    signal.signal(signal.SIGTERM, _terminate_gracefully)
+    stop_on_sigterm()
     runtime = Runtime.deferred(current, make_app)
     try:
         _open_or_fail(runtime)
