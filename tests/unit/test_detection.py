@@ -182,6 +182,23 @@ def test_rare_rivals_are_evicted_before_the_stores_languages() -> None:
     assert models.unloads == 1
 
 
+def test_a_store_meeting_eight_rivals_in_turn_loads_each_of_them_once() -> None:
+    from pgrecall.detection.models import LinguaModels
+
+    # Short English and German notes name rival languages in turn (docs/languages.md, "Memory"): once
+    # each has loaded, further writes load nothing. A 130 MB cap kept about five and reloaded a model
+    # on every write.
+    models = LinguaModels(["en", "de", "la", "it", "fi", "nl", "lt", "sv"])
+    rivals = ["de", "la", "it", "fi", "nl", "lt", "sv"]
+    text = "Note 3 on Winterreifen im Oktober and drag."
+    loads = []
+    for _ in range(2):
+        for first, second in zip(rivals, rivals[1:] + rivals[:1], strict=True):
+            models.high_accuracy(text, ["en", first, second])
+        loads.append(models.loads)
+    assert loads[1] == loads[0] == 8
+
+
 def test_function_words_bring_a_language_trigrams_missed(detector: ShortTextDetector) -> None:
     from pgrecall.detection.short_text import stopword_languages
 

@@ -30,13 +30,13 @@ from typing import Any
 DEFAULT_BUDGET = 1
 # A burst of short technical notes meets a handful of rivals (Latin, Tagalog, Esperanto…); each one
 # unloaded too early is loaded again for the next text that meets it, so rivals linger, as many as
-# DEFAULT_CEILING languages within DEFAULT_MODEL_MEMORY_MB. The memory cap is what keeps the detection
-# process within its 250 MB at the peak of a burst whose texts bring a rival or two, a model loading
-# included: that target less what the process holds without high-accuracy models and less what a load
-# takes for a moment (a text bringing five new candidates at once still goes over). It is counted in
-# MB, as languages' models differ in size by more than half (docs/languages.md, "Memory").
+# DEFAULT_CEILING languages. A cap in MB (`memory_mb`, counted per language as their models differ in
+# size by more than half) bounds the process further, but is off by default: when a store's texts
+# name more rivals than fit under it, every write loads a model again (a store of short English and
+# German notes: 300 ms a write against 2 ms), a price no memory target is worth (docs/languages.md,
+# "Memory").
 DEFAULT_CEILING = 8
-DEFAULT_MODEL_MEMORY_MB = 130
+DEFAULT_MODEL_MEMORY_MB: float | None = None
 # A language whose models have not loaded yet counts as one of the largest.
 UNMEASURED_MODEL_MB = 24
 DEFAULT_LINGER_SECONDS = 30.0
@@ -115,7 +115,7 @@ class LinguaModels:
         budget: int = DEFAULT_BUDGET,
         *,
         ceiling: int = DEFAULT_CEILING,
-        memory_mb: float = DEFAULT_MODEL_MEMORY_MB,
+        memory_mb: float | None = DEFAULT_MODEL_MEMORY_MB,
         linger: float = DEFAULT_LINGER_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -195,7 +195,9 @@ class LinguaModels:
         for code in ranked:
             # The budget's languages may always stay; a load unloads only what it must, as the
             # languages it brings count among the most used once it is done.
-            over = count > max(self.ceiling, self.budget) or (count > self.budget and memory > self.memory_mb)
+            over = count > max(self.ceiling, self.budget) or (
+                self.memory_mb is not None and count > self.budget and memory > self.memory_mb
+            )
             lingered = not keep and count > self.budget and now - self._resident[code] >= self.linger
             if over or lingered:
                 victims.append(code)
