@@ -112,14 +112,14 @@ class EmbeddedServer:
     @property
     def socket_dir(self) -> Path:
         """Directory of the server's unix socket, verified private now (raises DatabaseUnavailableError)."""
+        where = self._socket()
         try:
-            directory = self._socket().current()
+            directory = where.current()
         except RunDirError as exc:
             raise _not_private(exc) from exc
         if directory is None:
             raise DatabaseUnavailableError(
-                f"no socket directory is recorded in {self.home / 'socket-dir'}; the embedded server is "
-                "not started"
+                f"no socket directory is recorded in {where.record}; the embedded server is not started"
             )
         return directory
 
