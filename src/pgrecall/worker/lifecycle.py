@@ -14,13 +14,14 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from pgrecall.config import Settings
-from pgrecall.daemon import HoldersFile, log_tail, wait_until
+from pgrecall.daemon import HoldersFile, log_tail
 from pgrecall.daemon import wait_gone as wait_gone
 from pgrecall.embeddings.base import EmbeddingError
 from pgrecall.embeddings.factory import expected_identity
@@ -237,12 +238,13 @@ def ensure_worker(
         proc = _spawn(settings, path, grace_s)
         log.info("started model worker %d for %s", proc.pid, home)
         # Waited for under the lock: another starter must find this worker, not start a second one.
-        answered = wait_until(
-            lambda: ping(path, timeout=1.0) is not None or proc.poll() is not None, start_timeout_s
-        )
-        # A worker that exited at once may have found another one already serving this socket.
-        if answered and (proc.poll() is None or ping(path, timeout=1.0) is not None):
-            return path
+        deadline = time.monotonic() + start_timeout_s
+        while time.monotonic() < deadline:
+            if ping(path, timeout=1.0) is not None:
+                return path
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
     tail = log_tail(worker_dir(home) / "worker.log", 15)
     raise WorkerUnavailableError(
         f"the model worker did not start (log {worker_dir(home)}/worker.log):\n{tail}"
