@@ -13,14 +13,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pgrecall.worker import socket_path
-from pgrecall.worker.lifecycle import ping
 from pgrecall.worker.server import MAX_BODY_BYTES
 from tests.helpers.worker import exchange, http_request, read_reply
 
@@ -30,6 +28,18 @@ PER_PEER = 4
 # Long enough that the flood is fully opened before the first partial requests expire, however
 # loaded the machine: an expired one frees a slot and a later connection is admitted, not refused.
 READ_TIMEOUT_S = 20.0
+_READY = """
+import sys, time
+from pathlib import Path
+from pgrecall.worker import socket_path
+from pgrecall.worker.lifecycle import ping
+for _ in range(600):  # bounded wait for the socket to answer
+    path = socket_path(Path(sys.argv[1]), create=False)
+    if path is not None and ping(path, timeout=5) is not None:
+        sys.exit(0)
+    time.sleep(0.1)
+sys.exit(1)
+"""
 _QUERY = """
 import json, sys
 from pathlib import Path
@@ -54,14 +64,13 @@ def worker(home: Path) -> Iterator[Path]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(600):  # bounded wait for the socket to answer
-            path = socket_path(home, create=False)
-            if path is not None and ping(path, timeout=5) is not None:
-                break
-            assert proc.poll() is None, "the worker exited"
-            time.sleep(0.1)
-        else:
-            raise AssertionError("the worker did not answer")
+        # Waited for from another process: the worker gives a connection back only after its peer
+        # hangs up, so a ping of this process could still count against this process's share
+        # when the flood below begins.
+        ready = subprocess.run([sys.executable, "-c", _READY, str(home)], env=env, timeout=300, check=False)
+        assert ready.returncode == 0 and proc.poll() is None, "the worker did not answer"
+        path = socket_path(home, create=False)
+        assert path is not None
         yield path
     finally:
         with contextlib.suppress(Exception):
