@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pgrecall.detection import short_text
 from pgrecall.detection.full import AllLanguagesDetector
 from pgrecall.detection.short_text import ShortTextDetector, lingua_models
 from pgrecall.domain.language import ISO_TO_CONFIG, Thresholds
@@ -238,7 +239,13 @@ def main() -> None:
         "--ddtp", type=Path, help="directory of bookworm Translation-{en,de,fr,es}: also the DDTP dev set"
     )
     parser.add_argument("--ddtp-per-language", type=int, default=400)
+    parser.add_argument(
+        "--full-weight-lookalikes",
+        help="comma-separated look-alike codes counted whole (while tuning; default: pgrecall's)",
+    )
     args = parser.parse_args()
+    if args.full_weight_lookalikes is not None:
+        short_text.FULL_WEIGHT_LOOKALIKES = frozenset(filter(None, args.full_weight_lookalikes.split(",")))
     recording = record.Run(vars(args))
     if args.devset:
         texts = devset.load_jsonl(args.devset)

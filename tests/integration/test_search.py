@@ -106,6 +106,18 @@ def test_stemmed_match_without_language(app: App, iso: str, text: str, query: st
     check_breakdown(result)
 
 
+def test_croatian_is_detected_and_stemmed_as_serbian(app: App) -> None:
+    # Detected (lingua reads Latin Serbian, Croatian and Bosnian as Croatian) or given as hr or bs,
+    # the text gets the Serbian stemmer: its words match in other forms.
+    detected = add(app, "Spremite sve promjene u datoteku prije nego zatvorite prozor aplikacije.")
+    given = add(app, "Slike iz galerije se čuvaju u mapama korisnika.", language="bs")
+    svc = service(app)
+    for query, entry in (("datoteka", detected), ("slika iz mape", given)):
+        top = svc.search(OWNER, query, mode="lexical").hits[0]
+        assert (top.id, top.breakdown.regconfig) == (entry, "serbian")
+    assert app.entries.get(OWNER, detected).language == "serbian"
+
+
 def test_explicit_language_narrows(app: App) -> None:
     ids = {code: add(app, body, language=code) for code, body, _, _ in STEMMED}
     svc = service(app)

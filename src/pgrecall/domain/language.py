@@ -83,6 +83,11 @@ ISO_TO_CONFIG: dict[str, str] = {
     "ro": "romanian",
     "ru": "russian",
     "sr": "serbian",
+    # Croatian and Bosnian share Serbian's inflection, and the Serbian Snowball stemmer reads Latin
+    # script and folds ijekavian forms into ekavian ones (promjene, promene → promen); lingua's Serbian
+    # model knows Cyrillic only, so a Latin text of any of the three is detected as Croatian.
+    "hr": "serbian",
+    "bs": "serbian",
     "es": "spanish",
     "sv": "swedish",
     "ta": "tamil",
