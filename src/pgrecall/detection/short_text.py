@@ -55,9 +55,9 @@ LOOKALIKE_WEIGHT = 0.5
 # lost 0.6 points on one fold.
 LONG_LOOKALIKE_WEIGHT = 0.1
 # Look-alikes that keep their whole confidence: Slovenian beside Croatian (stemmed as Serbian). A close
-# call between them is not one the Serbian stemmer serves, and down-weighted Slovenian lost one text in
-# eighteen to it; at full weight those texts stay unstemmed, at the price of a few Croatian and Bosnian
-# short texts left `simple` (tune half, docs/languages.md).
+# call between them is not one the Serbian stemmer serves: down-weighted, Slovenian texts went to
+# Croatian; at full weight they stay unstemmed, at the price of a few Croatian and Bosnian short texts
+# left `simple` (docs/languages.md).
 FULL_WEIGHT_LOOKALIKES = frozenset({"sl"})
 # Function words: the languages whose PostgreSQL stop words the text holds most (at least
 # STOPWORD_MIN_HITS, and half the best one's) join the trigram candidates, at most STOPWORD_CANDIDATES.
