@@ -16,11 +16,15 @@ engines and the metasearch literature publish, each on the same candidates:
 - mnz-best, mnz-minmax: CombMNZ (Fox & Shaw 1994) on the shipped or min-max scores: the sum times the
   number of branches that returned the hit.
 
-A hit a branch did not return counts as that branch's weakest (BM25 0; a cosine below the vector list's
-range normalises to its floor), as the statement does. Each normalisation is scored with equal weights
-(w = 0.5, the published default of the sum), with the shipped length prior w = 1 / (1 + 0.2 ln(1 +
-words)) within 0.1–0.9, and with the prior (base, factor) tuned on one half of the collections and
-reported on the other (SPLITS, both directions, fixed before any of these rules was scored).
+A hit the lexical branch did not return scores BM25 0, normalised as the others and floored at 0; a hit
+the vector branch did not return has its own cosine (as in the statement), floored at 0 once normalised.
+A branch whose list has a single value (no spread) gives every candidate 1: it orders nothing.
+
+Each normalisation is scored with equal weights (w = 0.5, the published default of the sum), with the
+shipped length prior w = 1 / (1 + 0.2 ln(1 + words)) within 0.1–0.9, and with the prior (base, factor)
+tuned on one half of the collections and reported on the other (HALVES, both directions, fixed before
+any of these rules was scored); a second round (SECOND_ROUND) was declared after the first was read,
+one rule frozen (FROZEN) and checked on a collection built afterwards (FRESH).
 
 Step 1 (slow, once per collection): `collect` runs every query once through the search service as
 benchmarks/fusion_evidence.py does, and keeps in addition each hit's language and the query's BM25 bound
