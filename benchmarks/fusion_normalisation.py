@@ -31,9 +31,14 @@ benchmarks/fusion_evidence.py does, and keeps in addition each hit's language an
 per language (the statement's own terms and weights, read by one more output column).
 Step 2 (fast, offline): `replay` scores every rule on every collection and writes the JSON.
 
+Step 3 (a check of the replay): `statement` runs the shipped and the frozen rule through the search
+statement itself, the frozen one as the statement would compute it (`frozen_statement`), top 10 per query.
+
 Run: python benchmarks/fusion_normalisation.py collect --cache DIR NAME…
      python benchmarks/fusion_normalisation.py replay --cache DIR [--json FILE]
      (FILE: benchmarks/fusion_normalisation.json)
+     python benchmarks/fusion_normalisation.py statement NAME… [--json FILE]
+     (FILE: benchmarks/fusion_normalisation-statement.json)
 """
 
 from __future__ import annotations
@@ -103,6 +108,88 @@ class BoundStore(runner.DepthStore):
         self.bounds = (rows[0]["lex_bounds"] if rows else None) or {}
         self.last = to_rows(rows)
         return self.last
+
+
+# The frozen rule as the statement would compute it (docs/fusion-normalisation.md): the lexical list's
+# mean and population standard deviation beside the best BM25, and the lexical part from them.
+_SCALE = "SELECT (SELECT min(cos_sim) FROM vec) AS worst_cos, (SELECT max(score) FROM lex) AS best_lex"
+_SCALE_DBSF = (
+    _SCALE + ", (SELECT avg(score) FROM lex) AS lex_mean, (SELECT stddev_pop(score) FROM lex) AS lex_sd"
+)
+_LEX_PART = "ELSE (1.0 - %(w_vec)s) * coalesce(l.score / nullif(s.best_lex, 0.0), 0.0) END AS lex_part"
+_LEX_PART_DBSF = """ELSE (1.0 - %(w_vec)s) * CASE WHEN s.lex_sd > 0.0
+                     THEN greatest(0.0, (coalesce(l.score, 0.0) - s.lex_mean + 3.0 * s.lex_sd)
+                                        / (6.0 * s.lex_sd))
+                     ELSE 1.0 END END AS lex_part"""
+
+
+def frozen_statement() -> str:
+    """The search statement with the frozen rule's lexical part."""
+    assert _SCALE in SQL_SEARCH and _LEX_PART in SQL_SEARCH, "the statement's fusion changed"
+    return SQL_SEARCH.replace(_SCALE, _SCALE_DBSF).replace(_LEX_PART, _LEX_PART_DBSF)
+
+
+class TextStore(runner.DepthStore):
+    """The depth store running a given statement text (the shipped one, or the frozen rule's)."""
+
+    last: SearchRows | None = None
+
+    def __init__(self, pool: Any, depth: int, text: str) -> None:
+        super().__init__(pool, depth)
+        self.text = text
+
+    def search(self, params: SearchParams) -> SearchRows:
+        """The statement at depth."""
+        params = replace(params, top_k=self.depth)
+        filters, _ = compile_filters(params.filters)
+        dim = params.dim if params.dim is not None and params.vector is not None else 384
+        statement = sql.SQL(self.text).format(  # type: ignore[arg-type]
+            dim=sql.Literal(int(dim)),
+            filters=filters,
+            n_vec=sql.Literal(int(params.tuning.n_vec)),
+            **FRAGMENTS,
+        )
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute(SQL_SET_KNOBS, knobs(params.tuning, has_filters(params.filters), params.owner))
+            self.last = to_rows(conn.execute(statement, bind(params)).fetchall())
+        return self.last
+
+
+def through_statement(name: str, out: Path | None) -> None:
+    """The shipped and the frozen rule run by the search statement itself on one collection."""
+    home = Path(os.environ.get("PGRECALL_HOME") or tempfile.mkdtemp(prefix="pgrecall-fusion-"))
+    settings = Settings(home=home)
+    embedder = create_embedder(settings)
+    dataset = load_dataset(path_of(name))
+    queries = {q: runner.clip_query(t) for q, t in dataset.evaluated_queries().items()}
+    rules = {
+        "shipped": (SQL_SEARCH, Tuning()),
+        "frozen": (
+            frozen_statement(),
+            Tuning(vector_weight_base=FROZEN[1][0], vector_weight_length_factor=FROZEN[1][1]),
+        ),
+    }
+    result: dict[str, Any] = {}
+    with loaded_store(settings, dataset, embedder, progress=True) as (app, scoped, loaded):
+        assert app.pool is not None
+        for label, (text, tuning) in rules.items():
+            service = SearchService(
+                scoped, app.pool, app.catalog, CachedQueryEmbedder(embedder), tuning=tuning
+            )
+            store = service.store = TextStore(app.pool, 10, text)
+            run: dict[str, list[str]] = {}
+            for qid, query in queries.items():
+                service.search(OWNER, query, top_k=10, options=SearchOptions(fusion="convex"))
+                assert store.last is not None
+                run[qid] = [loaded.beir_of[str(r.id)] for r in store.last.rows][:10]
+            value = runner.score(run, {q: dataset.qrels[q] for q in queries})[0]["nDCG@10"]
+            result[label] = {"nDCG@10": value}
+            print(f"{name} {label} through the statement: nDCG@10 {value:.4f}", flush=True)
+    if out:
+        doc = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+        doc["command"] = "python benchmarks/fusion_normalisation.py statement NAME --json FILE"
+        doc.setdefault("collections", {})[name] = result
+        out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 
 @contextmanager
@@ -478,14 +565,17 @@ def replay(cache: Path, out: Path | None) -> None:
 def main() -> None:
     """collect or replay."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("step", choices=("collect", "replay"))
+    parser.add_argument("step", choices=("collect", "replay", "statement"))
     parser.add_argument("names", nargs="*")
-    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--cache", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_intermixed_args()
     if args.step == "collect":
         for name in args.names:
             collect(name, args.cache)
+    elif args.step == "statement":
+        for name in args.names:
+            through_statement(name, args.json)
     else:
         replay(args.cache, args.json)
 

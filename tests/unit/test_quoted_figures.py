@@ -422,6 +422,15 @@ def test_the_fusion_normalisation_tables_are_the_json() -> None:
     assert checked == 16
 
 
+def test_the_fusion_normalisation_statement_gives_the_replay() -> None:
+    replay = _json("fusion_normalisation.json")["grid"]
+    statement = _json("fusion_normalisation-statement.json")["collections"]
+    assert len(statement) == 10
+    for name, rules in statement.items():
+        assert _round4(rules["shipped"]["nDCG@10"]) == _round4(replay["best"][name]["1,0.2"]), name
+        assert _round4(rules["frozen"]["nDCG@10"]) == _round4(replay["dbsf-lex"][name]["1.3,0.3"]), name
+
+
 def _line_with_cells(text: str, start: str) -> list[str]:
     lines = [line for line in text.splitlines() if line.startswith(start)]
     assert len(lines) == 1, start
