@@ -1,4 +1,4 @@
-"""Build debian-it-sentences: Italian sentence questions over Italian package descriptions (DDTP, bookworm).
+"""Build debian-XX-sentences: sentence questions over package descriptions in one language (DDTP, bookworm).
 
 A collection of a kind no fusion rule was tuned on (issue 37, point 2): a new language (Italian, stemmed
 by PostgreSQL's `italian` configuration) and a new question style, a whole sentence instead of a
@@ -11,8 +11,13 @@ Packages are the usable Italian ones of `debian_descriptions.usable` (long descr
 an opening and a synopsis of their own), whose first sentence has FIRST_WORDS words and is no other
 package's, and whose remaining text has REST_WORDS+ words; picked by a hash of their name.
 
-Input: Translation-it of http://deb.debian.org/debian/dists/bookworm/main/i18n/ (uncompressed, xz or bz2).
+debian-pt-sentences is the same in Brazilian Portuguese (PostgreSQL's `portuguese` configuration), a
+second collection of this kind built after a later rule was frozen (docs/fusion-normalisation.md).
+
+Input: Translation-it or Translation-pt_BR of http://deb.debian.org/debian/dists/bookworm/main/i18n/
+(uncompressed, xz or bz2).
 Run: python benchmarks/collections/debian_sentences.py --translations DIR --out benchmarks/collections
+     [--language it|pt_BR]
 """
 
 from __future__ import annotations
@@ -24,24 +29,30 @@ from pathlib import Path
 
 from debian_descriptions import Texts, ranked, read_translation, usable, write_beir
 
-NAME = "debian-it-sentences"
 DOCS, QUERIES = 1000, 150
 FIRST_WORDS = (8, 40)  # a sentence question, not a keyword list nor a paragraph
 REST_WORDS = 15
-# A sentence ends at . ! ? before a capital letter (or an opening quote or parenthesis and one); "es."
-# and "ecc." (Italian "e.g.", "etc.") end no sentence.
-_END = re.compile(r"(?<![Ee]s\.)(?<!ecc\.)(?<=[.!?])\s+(?=[\"«(]?[A-ZÀ-Ý])")
+# A sentence ends at . ! ? before a capital letter (or an opening quote or parenthesis and one); the
+# language's "e.g." and "etc." end no sentence: Italian "es.", "ecc.", Portuguese "ex.", "etc.".
+_ENDS = {
+    "it": re.compile(r"(?<![Ee]s\.)(?<!ecc\.)(?<=[.!?])\s+(?=[\"«(]?[A-ZÀ-Ý])"),
+    "pt_BR": re.compile(r"(?<![Ee]x\.)(?<!etc\.)(?<=[.!?])\s+(?=[\"«“(]?[A-ZÀ-Ý])"),
+}
+# Translation file suffix → the ISO code of ids, records and the collection's name.
+ISO = {"it": "it", "pt_BR": "pt"}
 
 
-def first_sentence(text: str) -> tuple[str, str] | None:
+def first_sentence(text: str, language: str = "it") -> tuple[str, str] | None:
     """(the first sentence, the rest), or None when the text is one sentence."""
-    parts = _END.split(text, maxsplit=1)
+    parts = _ENDS[language].split(text, maxsplit=1)
     return (parts[0].strip(), parts[1].strip()) if len(parts) == 2 else None
 
 
-def build(descriptions: dict[str, tuple[str, str]], out: Path) -> int:
+def build(descriptions: dict[str, tuple[str, str]], out: Path, language: str = "it") -> int:
     """Write the collection; return how many packages were usable."""
-    split = {p: first_sentence(body) for p, (_, body) in descriptions.items()}
+    iso = ISO[language]
+    name = f"debian-{iso}-sentences"
+    split = {p: first_sentence(body, language) for p, (_, body) in descriptions.items()}
     firsts = Counter(s[0].lower() for s in split.values() if s)
     fit = {
         p: (descriptions[p][0], s[0], s[1])
@@ -51,20 +62,22 @@ def build(descriptions: dict[str, tuple[str, str]], out: Path) -> int:
         and len(s[1].split()) >= REST_WORDS
         and firsts[s[0].lower()] == 1
     }
-    picked = ranked(set(fit), NAME)[:DOCS]
-    docs: Texts = {f"it-{p}": ("it", f"{fit[p][0]}. {fit[p][2]}") for p in picked}
-    queries: Texts = {f"q-it-{p}": ("it", fit[p][1]) for p in picked[:QUERIES]}
-    write_beir(out / NAME, docs, queries, {f"q-it-{p}": f"it-{p}" for p in picked[:QUERIES]})
+    picked = ranked(set(fit), name)[:DOCS]
+    docs: Texts = {f"{iso}-{p}": (iso, f"{fit[p][0]}. {fit[p][2]}") for p in picked}
+    queries: Texts = {f"q-{iso}-{p}": (iso, fit[p][1]) for p in picked[:QUERIES]}
+    write_beir(out / name, docs, queries, {f"q-{iso}-{p}": f"{iso}-{p}" for p in picked[:QUERIES]})
     return len(fit)
 
 
 def main() -> None:
-    """Read Translation-it and write the collection."""
+    """Read the translation and write the collection."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--translations", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--language", choices=sorted(ISO), default="it")
     args = parser.parse_args()
-    print({"usable": build(usable(read_translation(args.translations, "it")), args.out)})
+    descriptions = usable(read_translation(args.translations, args.language))
+    print({"usable": build(descriptions, args.out, args.language)})
 
 
 if __name__ == "__main__":

@@ -387,6 +387,56 @@ def test_the_fusion_evidence_documents_table_is_the_json() -> None:
         assert float(whole_doc) == results["whole"]["hybrid"]["document"]["nDCG@10"], row
 
 
+def _signed(cell: str) -> float:
+    return float(cell.replace("−", "-"))
+
+
+def test_the_fusion_normalisation_tables_are_the_json() -> None:
+    doc = _json("fusion_normalisation.json")
+    table = _rows("fusion-normalisation.md", "| collection | role | vector | lexical | shipped (length) |")
+    assert set(table) == set(doc["collections"]), "the study quotes every collection it replayed"
+    for name, cells in table.items():
+        _, vector, lexical, shipped, shipped_margin, frozen, frozen_margin, delta, counts, p = cells
+        alone, best = doc["collections"][name], doc["collections"][name]["best"]
+        old, new = doc["grid"]["best"][name]["1,0.2"], doc["grid"]["dbsf-lex"][name]["1.3,0.3"]
+        assert (vector, lexical) == (_round4(alone["vector"]), _round4(alone["lexical"])), name
+        assert (shipped, frozen) == (_round4(old), _round4(new)), name
+        assert _signed(shipped_margin) == float(_round4(old - best)), name
+        assert _signed(frozen_margin) == float(_round4(new - best)), name
+        assert _signed(delta) == float(_round4(new - old)), name
+        paired = doc["frozen_vs_shipped"][name]
+        assert counts == f"{paired['better']} / {paired['worse']}", name
+        assert p == f"{paired['p_two_sided']:.2f}", name
+    text = (DOCS / "fusion-normalisation.md").read_text()
+    checked = 0
+    for label, split in doc["splits"].items():
+        for rule, row in split["rules"].items():
+            cells = _line_with_cells(text, f"| {label.replace('→', ' → ')} | {rule} |")
+            tuned, reported, gate = cells[3], cells[4], cells[6].strip("*")
+            assert tuned == f"{row['tuned']['worst']:+.4f} / {row['tuned']['mean']:+.4f}".replace("-", "−")
+            assert reported == (
+                f"{row['reported']['worst']:+.4f} / {row['reported']['mean']:+.4f}".replace("-", "−")
+            )
+            assert gate.startswith("yes") == row["beats"], (label, rule)
+            checked += 1
+    assert checked == 16
+
+
+def test_the_fusion_normalisation_statement_gives_the_replay() -> None:
+    replay = _json("fusion_normalisation.json")["grid"]
+    statement = _json("fusion_normalisation-statement.json")["collections"]
+    assert len(statement) == 10
+    for name, rules in statement.items():
+        assert _round4(rules["shipped"]["nDCG@10"]) == _round4(replay["best"][name]["1,0.2"]), name
+        assert _round4(rules["frozen"]["nDCG@10"]) == _round4(replay["dbsf-lex"][name]["1.3,0.3"]), name
+
+
+def _line_with_cells(text: str, start: str) -> list[str]:
+    lines = [line for line in text.splitlines() if line.startswith(start)]
+    assert len(lines) == 1, start
+    return [c.strip() for c in lines[0].strip("|").split("|")]
+
+
 def _right_wrong(cell: str) -> list[tuple[float, float]]:
     """'93.2 (3.5) / 98.0 (0.5)' → [(93.2, 3.5), (98.0, 0.5)]; '—' for a bucket without texts."""
     return [(float(m[1]), float(m[2])) for m in re.finditer(r"([\d.]+) \(([\d.]+)\)", cell)]
