@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import importlib
 import os
 import threading
 import time
@@ -63,6 +64,44 @@ def release_freed_memory() -> None:
     trim = getattr(_libc(), "malloc_trim", None)
     if trim is not None:
         trim(0)
+
+
+# madvise advice (Linux 5.4 or later): reclaim these pages now. Clean file pages are simply dropped from
+# the process; any other page keeps its content (it is swapped out, or the advice is ignored).
+_MADV_PAGEOUT = 21
+
+
+@cache
+def _lingua_library() -> str | None:
+    try:
+        path = importlib.import_module("lingua.lingua").__file__
+    except ImportError:
+        return None
+    return os.path.realpath(path) if path else None
+
+
+def release_model_file_pages() -> None:
+    """Drop the pages of lingua's library that loading models read from this process's resident set.
+
+    lingua's models are compressed inside its library file (~100 MB); every load reads a language's
+    part of it, and those pages would stay resident (~1 MB a language) though they are needed only
+    while a model loads. They stay in the page cache, where the next load finds them. Linux only; a
+    no-op elsewhere or where the kernel does not know the advice.
+    """
+    library, madvise = _lingua_library(), getattr(_libc(), "madvise", None)
+    if library is None or madvise is None:
+        return
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            lines = maps.readlines()
+    except OSError:
+        return
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        # Read-only mappings only: a writable one holds the library's own data.
+        if len(fields) == 6 and fields[5].rstrip("\n") == library and "w" not in fields[1]:
+            start, end = (int(bound, 16) for bound in fields[0].split("-"))
+            madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), _MADV_PAGEOUT)
 
 
 @cache
@@ -145,9 +184,13 @@ class LinguaModels:
     def low_accuracy(self, text: str) -> list[tuple[str, float]]:
         """(code, confidence) over the low-accuracy languages, best first (trigram models only)."""
         with self._lock:
-            if self._low is None:
+            first = self._low is None
+            if first:
                 self._low = self._build(self.low_languages, low=True)
             values = self._low.compute_language_confidence_values(text)
+            if first:  # the trigram models loaded on first use
+                release_freed_memory()
+                release_model_file_pages()
         return [(iso_of(v.language), float(v.value)) for v in values]
 
     def high_accuracy(self, text: str, codes: Iterable[str]) -> list[tuple[str, float]]:
@@ -165,6 +208,10 @@ class LinguaModels:
             before = _resident_mb() if incoming else 0.0
             values = detector.compute_language_confidence_values(text)
             if incoming:  # lingua loads the models it lacks on first use
+                # Loading leaves freed blocks below the mmap threshold in the heap: give them back
+                # before measuring, so that sizes count the models only.
+                release_freed_memory()
+                release_model_file_pages()
                 grown = (_resident_mb() - before) / len(incoming)
                 for code in incoming:
                     self._sizes[code] = max(self._sizes.get(code, 0.0), grown)
