@@ -98,8 +98,9 @@ def release_model_file_pages() -> None:
         return
     for line in lines:
         fields = line.split(maxsplit=5)
-        # Read-only mappings only: a writable one holds the library's own data.
-        if len(fields) == 6 and fields[5].rstrip("\n") == library and "w" not in fields[1]:
+        # Read-only data only: a writable mapping holds the library's own data, and its code is
+        # needed again by the next text.
+        if len(fields) == 6 and fields[5].rstrip("\n") == library and fields[1].startswith("r--"):
             start, end = (int(bound, 16) for bound in fields[0].split("-"))
             madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), _MADV_PAGEOUT)
 
