@@ -66,9 +66,12 @@ def release_freed_memory() -> None:
         trim(0)
 
 
-# madvise advice (Linux 5.4 or later): reclaim these pages now. Clean file pages are simply dropped from
-# the process; any other page keeps its content (it is swapped out, or the advice is ignored).
-_MADV_PAGEOUT = 21
+# madvise advice: drop these pages from the process. A private file mapping's page that was never
+# written is read again from the file (the page cache) on next access; one written since (a copy of its
+# own, "Anonymous" in smaps) would lose its content, so a mapping holding any is left alone.
+# MADV_PAGEOUT, which never loses content, skips pages another process maps too: with two detection
+# processes on a machine (two homes, a test run) most of lingua's pages stayed.
+_MADV_DONTNEED = 4
 
 
 @cache
@@ -80,29 +83,50 @@ def _lingua_library() -> str | None:
     return os.path.realpath(path) if path else None
 
 
+@cache
+def _unwritten_data_mappings(library: str) -> tuple[tuple[int, int], ...]:
+    """Address ranges of `library`'s read-only, non-executable mappings holding no page of their own.
+
+    Read once: reading smaps walks the whole process (~30 ms with its models loaded), and a read-only
+    mapping gets no page of its own after the library was loaded and relocated.
+    """
+    ranges: list[tuple[int, int]] = []
+    current: tuple[int, int] | None = None
+    with open("/proc/self/smaps", encoding="utf-8", errors="replace") as smaps:
+        for line in smaps:
+            fields = line.split(maxsplit=5)
+            if not fields:
+                continue
+            if not fields[0].endswith(":"):  # a mapping's first line: range, permissions, …, path
+                current = None
+                # Its code is left alone too: the next text runs it again at once.
+                if len(fields) == 6 and fields[5].rstrip("\n") == library and fields[1].startswith("r--"):
+                    start, end = (int(bound, 16) for bound in fields[0].split("-"))
+                    current = (start, end)
+            elif current is not None and fields[0] == "Anonymous:":
+                if fields[1] == "0":
+                    ranges.append(current)
+                current = None
+    return tuple(ranges)
+
+
 def release_model_file_pages() -> None:
     """Drop the pages of lingua's library that loading models read from this process's resident set.
 
     lingua's models are compressed inside its library file (~100 MB); every load reads a language's
     part of it, and those pages would stay resident (~1 MB a language) though they are needed only
     while a model loads. They stay in the page cache, where the next load finds them. Linux only; a
-    no-op elsewhere or where the kernel does not know the advice.
+    no-op elsewhere.
     """
     library, madvise = _lingua_library(), getattr(_libc(), "madvise", None)
     if library is None or madvise is None:
         return
     try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            lines = maps.readlines()
-    except OSError:
+        ranges = _unwritten_data_mappings(library)
+    except (OSError, ValueError):
         return
-    for line in lines:
-        fields = line.split(maxsplit=5)
-        # Read-only data only: a writable mapping holds the library's own data, and its code is
-        # needed again by the next text.
-        if len(fields) == 6 and fields[5].rstrip("\n") == library and fields[1].startswith("r--"):
-            start, end = (int(bound, 16) for bound in fields[0].split("-"))
-            madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), _MADV_PAGEOUT)
+    for start, end in ranges:
+        madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), _MADV_DONTNEED)
 
 
 @cache
