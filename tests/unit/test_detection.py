@@ -262,7 +262,7 @@ def test_library_pages_read_by_loads_leave_and_come_back_intact() -> None:
     first = {}
     for pair in (["fr", "it"], ["es", "pt"], ["de", "nl"]):
         first[tuple(pair)] = models.high_accuracy(text, pair)
-        # Each load read ~1 MB a language of compressed models from the library; none of it stays.
+        # Each load read its languages' compressed models from the library; none of those pages stays.
         assert _library_data_kb() < 1024
     # Unloaded, then loaded again from the library's pages: the same models, the same figures.
     models.set_budget(0, linger=0.0)

@@ -8,7 +8,8 @@ most often stay. A rival loaded for one text lingers `linger` seconds after its 
 `ceiling` languages in all, room made before a load), so a burst of writes whose texts meet the same
 rivals loads each of them once instead of loading and unloading two models per text; once the burst
 is over they are unloaded. glibc would keep lingua's loading buffers and the freed models in its heap,
-so large allocations are kept out of it and, after unloading, it is asked to give memory back.
+so large allocations are kept out of it and, after a load or an unload, it is asked to give memory
+back; after a load, the pages of lingua's library that it read are dropped from the process too.
 
 All lingua calls go through one lock: an unload must never run while another thread computes.
 """
@@ -87,8 +88,8 @@ def _lingua_library() -> str | None:
 def _unwritten_data_mappings(library: str) -> tuple[tuple[int, int], ...]:
     """Address ranges of `library`'s read-only, non-executable mappings holding no page of their own.
 
-    Read once: reading smaps walks the whole process (~30 ms with its models loaded), and a read-only
-    mapping gets no page of its own after the library was loaded and relocated.
+    Read once: reading smaps walks the page tables of the whole process, models included, and a
+    read-only mapping gets no page of its own after the library was loaded and relocated.
     """
     ranges: list[tuple[int, int]] = []
     current: tuple[int, int] | None = None
@@ -113,10 +114,9 @@ def _unwritten_data_mappings(library: str) -> tuple[tuple[int, int], ...]:
 def release_model_file_pages() -> None:
     """Drop the pages of lingua's library that loading models read from this process's resident set.
 
-    lingua's models are compressed inside its library file (~100 MB); every load reads a language's
-    part of it, and those pages would stay resident (~1 MB a language) though they are needed only
-    while a model loads. They stay in the page cache, where the next load finds them. Linux only; a
-    no-op elsewhere.
+    lingua's models are compressed inside its library file; every load reads a language's part of
+    it, and those pages would stay resident though they are needed only while a model loads. They
+    stay in the page cache, where the next load finds them. Linux only; a no-op elsewhere.
     """
     library, madvise = _lingua_library(), getattr(_libc(), "madvise", None)
     if library is None or madvise is None:
