@@ -172,7 +172,7 @@ class Settings(BaseSettings):
     detector: DetectorKind = Field(
         default="compact",
         description="Language detector: compact (default: a first stage names a few candidates, lingua "
-        "high accuracy decides among them; ~145 MB for a store of two or three languages, more while a "
+        "high accuracy decides among them; ~85 MB for a store of two or three languages, more while a "
         "burst of writes meets rival languages, back within 30 s; texts in languages PostgreSQL cannot "
         "stem get 'simple' instead of a wrong stemmer) or full (lingua high accuracy over every stemmable "
         "language: ~650 MB once per machine in the model worker, ~1 ms a text).",

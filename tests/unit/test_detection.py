@@ -240,6 +240,41 @@ def test_rivals_linger_through_a_burst_then_go() -> None:
     assert models.resident() == ["de"]
 
 
+def _library_data_kb() -> int:
+    """KB of lingua's library resident in this process, its read-only data mappings only."""
+    import lingua.lingua  # type: ignore[import-not-found]
+
+    library, total, counting = os.path.realpath(lingua.lingua.__file__), 0, False
+    with open("/proc/self/smaps", encoding="utf-8") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if not fields[0].endswith(":"):
+                counting = fields[-1] == library and fields[1].startswith("r--")
+            elif counting and fields[0] == "Rss:":
+                total += int(fields[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux only")
+def test_library_pages_read_by_loads_leave_and_come_back_intact() -> None:
+    from pgrecall.detection.models import LinguaModels
+
+    text = "Ceci est une courte phrase en français."
+    models = LinguaModels(["fr", "it"], budget=8)
+    first = {}
+    for pair in (["fr", "it"], ["es", "pt"], ["de", "nl"]):
+        first[tuple(pair)] = models.high_accuracy(text, pair)
+        # Each load read its languages' compressed models from the library; none of those pages stays.
+        assert _library_data_kb() < 1024
+    # Unloaded, then loaded again from the library's pages: the same models, the same figures.
+    models.set_budget(0, linger=0.0)
+    assert models.resident() == []
+    for pair, found in first.items():
+        again = models.high_accuracy(text, pair)
+        assert [c for c, _ in again] == [c for c, _ in found]
+        assert [v for _, v in again] == pytest.approx([v for _, v in found], rel=1e-9)
+
+
 def test_threads_agree_with_one_thread() -> None:
     texts = [t.text for t in SAMPLE] * 3
     alone = [ShortTextDetector(STEMMABLE).detect(x) for x in texts]

@@ -8,7 +8,8 @@ most often stay. A rival loaded for one text lingers `linger` seconds after its 
 `ceiling` languages in all, room made before a load), so a burst of writes whose texts meet the same
 rivals loads each of them once instead of loading and unloading two models per text; once the burst
 is over they are unloaded. glibc would keep lingua's loading buffers and the freed models in its heap,
-so large allocations are kept out of it and, after unloading, it is asked to give memory back.
+so large allocations are kept out of it and, after a load or an unload, it is asked to give memory
+back; after a load, the pages of lingua's library that it read are dropped from the process too.
 
 All lingua calls go through one lock: an unload must never run while another thread computes.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import importlib
 import os
 import threading
 import time
@@ -63,6 +65,68 @@ def release_freed_memory() -> None:
     trim = getattr(_libc(), "malloc_trim", None)
     if trim is not None:
         trim(0)
+
+
+# madvise advice: drop these pages from the process. A private file mapping's page that was never
+# written is read again from the file (the page cache) on next access; one written since (a copy of its
+# own, "Anonymous" in smaps) would lose its content, so a mapping holding any is left alone.
+# MADV_PAGEOUT, which never loses content, skips pages another process maps too: with two detection
+# processes on a machine (two homes, a test run) most of lingua's pages stayed.
+_MADV_DONTNEED = 4
+
+
+@cache
+def _lingua_library() -> str | None:
+    try:
+        path = importlib.import_module("lingua.lingua").__file__
+    except ImportError:
+        return None
+    return os.path.realpath(path) if path else None
+
+
+@cache
+def _unwritten_data_mappings(library: str) -> tuple[tuple[int, int], ...]:
+    """Address ranges of `library`'s read-only, non-executable mappings holding no page of their own.
+
+    Read once: reading smaps walks the page tables of the whole process, models included, and a
+    read-only mapping gets no page of its own after the library was loaded and relocated.
+    """
+    ranges: list[tuple[int, int]] = []
+    current: tuple[int, int] | None = None
+    with open("/proc/self/smaps", encoding="utf-8", errors="replace") as smaps:
+        for line in smaps:
+            fields = line.split(maxsplit=5)
+            if not fields:
+                continue
+            if not fields[0].endswith(":"):  # a mapping's first line: range, permissions, …, path
+                current = None
+                # Its code is left alone too: the next text runs it again at once.
+                if len(fields) == 6 and fields[5].rstrip("\n") == library and fields[1].startswith("r--"):
+                    start, end = (int(bound, 16) for bound in fields[0].split("-"))
+                    current = (start, end)
+            elif current is not None and fields[0] == "Anonymous:":
+                if fields[1] == "0":
+                    ranges.append(current)
+                current = None
+    return tuple(ranges)
+
+
+def release_model_file_pages() -> None:
+    """Drop the pages of lingua's library that loading models read from this process's resident set.
+
+    lingua's models are compressed inside its library file; every load reads a language's part of
+    it, and those pages would stay resident though they are needed only while a model loads. They
+    stay in the page cache, where the next load finds them. Linux only; a no-op elsewhere.
+    """
+    library, madvise = _lingua_library(), getattr(_libc(), "madvise", None)
+    if library is None or madvise is None:
+        return
+    try:
+        ranges = _unwritten_data_mappings(library)
+    except (OSError, ValueError):
+        return
+    for start, end in ranges:
+        madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), _MADV_DONTNEED)
 
 
 @cache
@@ -145,9 +209,13 @@ class LinguaModels:
     def low_accuracy(self, text: str) -> list[tuple[str, float]]:
         """(code, confidence) over the low-accuracy languages, best first (trigram models only)."""
         with self._lock:
-            if self._low is None:
+            first = self._low is None
+            if first:
                 self._low = self._build(self.low_languages, low=True)
             values = self._low.compute_language_confidence_values(text)
+            if first:  # the trigram models loaded on first use
+                release_freed_memory()
+                release_model_file_pages()
         return [(iso_of(v.language), float(v.value)) for v in values]
 
     def high_accuracy(self, text: str, codes: Iterable[str]) -> list[tuple[str, float]]:
@@ -165,6 +233,10 @@ class LinguaModels:
             before = _resident_mb() if incoming else 0.0
             values = detector.compute_language_confidence_values(text)
             if incoming:  # lingua loads the models it lacks on first use
+                # Loading leaves freed blocks below the mmap threshold in the heap: give them back
+                # before measuring, so that sizes count the models only.
+                release_freed_memory()
+                release_model_file_pages()
                 grown = (_resident_mb() - before) / len(incoming)
                 for code in incoming:
                     self._sizes[code] = max(self._sizes.get(code, 0.0), grown)

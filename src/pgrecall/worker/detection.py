@@ -13,17 +13,21 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrecall.domain.language import Thresholds
 from pgrecall.worker.models import IDLE, LOADING, READY
 
+if TYPE_CHECKING:
+    from pgrecall.config import DetectorKind
+
 log = logging.getLogger(__name__)
 
-# In the detection process: one detector per (codes, thresholds), built on first use.
-_detectors: dict[tuple[tuple[str, ...], Thresholds], Any] = {}
+# In the detection process: one detector per (kind, codes, thresholds), built on first use.
+_detectors: dict[tuple[str, tuple[str, ...], Thresholds], Any] = {}
 
 
 def _watch_parent(parent: int) -> None:
@@ -38,24 +42,31 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="watch-worker", daemon=True).start()
 
 
-def _detect(codes: tuple[str, ...], thresholds: Thresholds, texts: list[str]) -> list[list[Any]]:
+def _detect(
+    kind: DetectorKind, codes: tuple[str, ...], thresholds: Thresholds, texts: list[str]
+) -> list[list[Any]]:
     """In the detection process: [iso, confidence] per text (an empty list just builds the detector)."""
-    detector = _detectors.get((codes, thresholds))
+    detector = _detectors.get((kind, codes, thresholds))
     if detector is None:
-        from pgrecall.config import Settings
         from pgrecall.detection.detectors import make_detector
 
         started = time.perf_counter()
-        # PGRECALL_DETECTOR reaches the worker (and this process) in the environment it starts with.
-        detector = _detectors[codes, thresholds] = make_detector(Settings().detector, codes, thresholds)
+        detector = _detectors[kind, codes, thresholds] = make_detector(kind, codes, thresholds)
         log.info("detector for %d languages built in %.2f s", len(codes), time.perf_counter() - started)
     return [[found.iso, found.confidence] for found in map(detector.detect, texts)]
 
 
 class DetectPool:
-    """The detection process, and the load state of each language set for `status`."""
+    """The detection process, and the load state of each language set for `status`.
 
-    def __init__(self) -> None:
+    `kind` gives the detector to use (the worker's settings): the parent reads it, so that the
+    detection process never imports pgrecall.config, whose pydantic would stay resident beside the
+    models for nothing. It is read once, on the first request, as the detection process did before.
+    """
+
+    def __init__(self, kind: Callable[[], DetectorKind]) -> None:
+        self._read_kind = kind
+        self._kind: DetectorKind | None = None
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
         self._states: dict[str, str] = {}
@@ -63,6 +74,9 @@ class DetectPool:
     def submit(self, codes: tuple[str, ...], thresholds: Thresholds, texts: list[str]) -> Future[Any]:
         """Queue a detection; a detector not yet built is reported 'loading' from now on."""
         key = ",".join(codes)
+        if self._kind is None:
+            self._kind = self._read_kind()  # outside the lock: settings may take a while to read
+        kind = self._kind
         with self._lock:
             if self._states.get(key) != READY:
                 self._states[key] = LOADING
@@ -73,7 +87,7 @@ class DetectPool:
                     self._pool = ProcessPoolExecutor(1, context, _watch_parent, (os.getpid(),))
                 pool = self._pool
                 try:
-                    future = pool.submit(_detect, codes, thresholds, texts)
+                    future = pool.submit(_detect, kind, codes, thresholds, texts)
                     break
                 except BrokenProcessPool:  # its process died since the last request: a fresh one
                     self._reset(pool)

@@ -351,7 +351,7 @@ class WorkerServer:
         verify_private_dir(path.parent)
         self.host = EmbedderHost(settings, identity, load_delay_s=options.load_delay_s)
         self.scheduler = Scheduler(self.host, query_cap=options.query_cap, unit_chars=options.unit_chars)
-        self.detect = DetectPool()
+        self.detect = DetectPool(lambda: settings().detector)
         self.admission = Admission(options.limits)
         # Requests being served: shutdown waits (bounded) for their last replies.
         self.busy = threading.Semaphore(options.limits.max_connections)
