@@ -175,7 +175,7 @@ class Settings(BaseSettings):
         "high accuracy decides among them; ~85 MB for a store of two or three languages, more while a "
         "burst of writes meets rival languages, back within 30 s; texts in languages PostgreSQL cannot "
         "stem get 'simple' instead of a wrong stemmer) or full (lingua high accuracy over every stemmable "
-        "language: ~650 MB once per machine in the model worker, ~1 ms a text).",
+        "language: ~730 MB once per machine in the model worker, ~1 ms a text).",
     )
     models: ModelsMode = Field(
         default="worker",
