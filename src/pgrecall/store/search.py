@@ -198,6 +198,10 @@ class SearchRows:
     best_cos: float | None = None
     mid_cos: float | None = None
     best_lex: float | None = None
+    # The lexical list's BM25 mean and population standard deviation: convex fusion rescales BM25
+    # from mean ± 3 sd (None when the branch found nothing).
+    lex_mean: float | None = None
+    lex_sd: float | None = None
     # Distinct candidates of both branches (before the top_k cut).
     fused_candidates: int = 0
 
@@ -358,6 +362,8 @@ def to_rows(rows: list[dict[str, Any]]) -> SearchRows:
         best_cos=_float_or_none(first.get("best_cos")),
         mid_cos=_float_or_none(first.get("mid_cos")),
         best_lex=_float_or_none(first.get("best_lex")),
+        lex_mean=_float_or_none(first.get("lex_mean")),
+        lex_sd=_float_or_none(first.get("lex_sd")),
     )
 
 
