@@ -340,12 +340,13 @@ branch_scale AS MATERIALIZED (
 ),
 fused AS (
     -- rrf: 1 / (k + rank) per branch. convex: w × the cosine on the model's scale (0 at its
-    -- typical unrelated pair, 1 at its typical related one) + (1 − w) × BM25 rescaled from the
-    -- lexical list's mean ± 3 population standard deviations to 0..1, floored at 0 (distribution-
-    -- based score fusion, on the lexical branch only; docs/fusion-normalisation.md): a list whose
-    -- best hit stands far above the rest gives the rest less than BM25 / best did, and one whose
-    -- scores are close together gives them more. The cosine needs no such rescaling: the model's
-    -- scale already calibrates it across questions. A list without spread (one hit, equal scores)
+    -- typical unrelated pair, 1 at its typical related one) + (1 − w) × BM25 rescaled so that the
+    -- lexical list's mean − 3 population standard deviations is 0 and mean + 3 sd is 1, floored at
+    -- 0 (distribution-based score fusion, on the lexical branch only; docs/fusion-normalisation.md):
+    -- a best hit weighs by how far it stands above the rest of its list, so one barely ahead of
+    -- many similar scores (common words, a long question) no longer gets the whole lexical part
+    -- and the cosine decides among them. The cosine needs no such rescaling: the model's scale
+    -- already calibrates it across questions. A list without spread (one hit, equal scores)
     -- orders nothing and gives every candidate 1; no list gives 0. A candidate one branch did not
     -- return counts as that branch's weakest: BM25 0, or, without a vector of its own, the lowest
     -- cosine the vector branch returned.
