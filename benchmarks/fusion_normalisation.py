@@ -5,7 +5,8 @@ another published method that needs no labels at query time. The evidence rules 
 docs/fusion-evidence.md were not ahead everywhere; this study replays the normalisations that search
 engines and the metasearch literature publish, each on the same candidates:
 
-- best (shipped): w × the cosine on the model's scale + (1 − w) × BM25 / the best BM25 of the search;
+- best (shipped until dbsf-lex): w × the cosine on the model's scale + (1 − w) × BM25 / the best BM25
+  of the search;
 - minmax: each branch min-max normalised over its own returned list (Weaviate's relativeScoreFusion;
   Lee 1997);
 - dbsf: each branch normalised to its list's mean ± 3 standard deviations (Qdrant's distribution-based
@@ -31,8 +32,9 @@ benchmarks/fusion_evidence.py does, and keeps in addition each hit's language an
 per language (the statement's own terms and weights, read by one more output column).
 Step 2 (fast, offline): `replay` scores every rule on every collection and writes the JSON.
 
-Step 3 (a check of the replay): `statement` runs the shipped and the frozen rule through the search
-statement itself, the frozen one as the statement would compute it (`frozen_statement`), top 10 per query.
+Step 3 (a check of the replay): `statement` runs the previous (length) and the frozen rule through the
+search statement itself, top 10 per query. The frozen rule now ships; the previous one is the shipped
+statement with its old lexical part swapped back in (`previous_statement`).
 
 Run: python benchmarks/fusion_normalisation.py collect --cache DIR NAME…
      python benchmarks/fusion_normalisation.py replay --cache DIR [--json FILE]
@@ -110,23 +112,24 @@ class BoundStore(runner.DepthStore):
         return self.last
 
 
-# The frozen rule as the statement would compute it (docs/fusion-normalisation.md): the lexical list's
-# mean and population standard deviation beside the best BM25, and the lexical part from them.
-_SCALE = "SELECT (SELECT min(cos_sim) FROM vec) AS worst_cos, (SELECT max(score) FROM lex) AS best_lex"
-_SCALE_DBSF = (
-    _SCALE + ", (SELECT avg(score) FROM lex) AS lex_mean, (SELECT stddev_pop(score) FROM lex) AS lex_sd"
-)
-_LEX_PART = "ELSE (1.0 - %(w_vec)s) * coalesce(l.score / nullif(s.best_lex, 0.0), 0.0) END AS lex_part"
-_LEX_PART_DBSF = """ELSE (1.0 - %(w_vec)s) * CASE WHEN s.lex_sd > 0.0
-                     THEN greatest(0.0, (coalesce(l.score, 0.0) - s.lex_mean + 3.0 * s.lex_sd)
-                                        / (6.0 * s.lex_sd))
-                     ELSE 1.0 END END AS lex_part"""
+# The previous rule (length prior 1.0 / 0.2, BM25 / the best BM25) as the statement computed it before
+# the frozen rule shipped: the shipped fragments swapped back, so that `statement` still compares the two.
+_SCALE = """SELECT (SELECT min(cos_sim) FROM vec) AS worst_cos, (SELECT max(score) FROM lex) AS best_lex,
+           (SELECT avg(score) FROM lex) AS lex_mean, (SELECT stddev_pop(score) FROM lex) AS lex_sd"""
+_LEX_PART = """ELSE (1.0 - %(w_vec)s) * CASE
+                    WHEN s.lex_sd > 0.0
+                    THEN greatest(0.0, (coalesce(l.score, 0.0) - s.lex_mean + 3.0 * s.lex_sd)
+                                       / (6.0 * s.lex_sd))
+                    WHEN s.best_lex IS NOT NULL THEN 1.0
+                    ELSE 0.0 END END AS lex_part"""
+_LEX_PART_BEST = "ELSE (1.0 - %(w_vec)s) * coalesce(l.score / nullif(s.best_lex, 0.0), 0.0) END AS lex_part"
+PREVIOUS = (1.0, 0.2)
 
 
-def frozen_statement() -> str:
-    """The search statement with the frozen rule's lexical part."""
+def previous_statement() -> str:
+    """The search statement with the previous rule's lexical part (BM25 / the best BM25)."""
     assert _SCALE in SQL_SEARCH and _LEX_PART in SQL_SEARCH, "the statement's fusion changed"
-    return SQL_SEARCH.replace(_SCALE, _SCALE_DBSF).replace(_LEX_PART, _LEX_PART_DBSF)
+    return SQL_SEARCH.replace(_LEX_PART, _LEX_PART_BEST)
 
 
 class TextStore(runner.DepthStore):
@@ -156,18 +159,21 @@ class TextStore(runner.DepthStore):
 
 
 def through_statement(name: str, out: Path | None) -> None:
-    """The shipped and the frozen rule run by the search statement itself on one collection."""
+    """The previous (length) and the shipped (dbsf-lex) rule run by the search statement itself."""
     home = Path(os.environ.get("PGRECALL_HOME") or tempfile.mkdtemp(prefix="pgrecall-fusion-"))
     settings = Settings(home=home)
     embedder = create_embedder(settings)
     dataset = load_dataset(path_of(name))
     queries = {q: runner.clip_query(t) for q, t in dataset.evaluated_queries().items()}
+    # The statement ships the frozen rule (Tuning's defaults are its prior); the previous one is
+    # swapped back in. Before it shipped, the committed JSON named them "shipped" and "frozen".
+    assert (Tuning().vector_weight_base, Tuning().vector_weight_length_factor) == FROZEN[1]
     rules = {
-        "shipped": (SQL_SEARCH, Tuning()),
-        "frozen": (
-            frozen_statement(),
-            Tuning(vector_weight_base=FROZEN[1][0], vector_weight_length_factor=FROZEN[1][1]),
+        "length": (
+            previous_statement(),
+            Tuning(vector_weight_base=PREVIOUS[0], vector_weight_length_factor=PREVIOUS[1]),
         ),
+        "dbsf-lex": (SQL_SEARCH, Tuning()),
     }
     result: dict[str, Any] = {}
     with loaded_store(settings, dataset, embedder, progress=True) as (app, scoped, loaded):

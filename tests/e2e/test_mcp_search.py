@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 from mcp import Client
 
@@ -108,32 +110,41 @@ async def test_search_bad_input(client: Client, arguments: dict[str, object], ex
     assert expected in message
 
 
-async def test_convex_fusion_weighs_the_model_scale_and_relative_bm25(runtime: Runtime) -> None:
+async def test_convex_fusion_weighs_the_model_scale_and_rescaled_bm25(runtime: Runtime) -> None:
     from pgrecall.mcp.server import create_server
 
     scale = runtime.app.search.model_scale()
     assert scale is not None
     async with Client(create_server(runtime)) as client:
         await _load(client)
-        result = await call(client, "search", query="Häuser am See", explain=True, top_k=5)
-        # Three words: w = 1 / (1 + 0.2 ln 4) ≈ 0.78 of the cosine, the rest BM25.
+        result = await call(client, "search", query="Häuser am See", explain=True, top_k=20)
+        # Three words: w = 1.3 / (1 + 0.3 ln 4), over the 0.9 ceiling, of the cosine; the rest BM25.
         w = Tuning().vector_weight("Häuser am See")
-        assert 0.78 < w < 0.79
+        assert w == 0.9
         assert result["fusion"] == "convex"
         assert result["fusion_weights"] == {"vector": round(w, 6), "lexical": round(1 - w, 6)}
+        # The evidence that scaled BM25: the lexical list's mean and population sd, all of it shown
+        # here (top_k holds every candidate).
         hits = result["hits"]
-        best_bm25 = max(h["breakdown"]["lexical_score"] or 0.0 for h in hits)
+        assert len(hits) == result["total_candidates"]
+        listed = [h["breakdown"]["lexical_score"] for h in hits if h["breakdown"]["lexical_rank"]]
+        mean, sd = statistics.fmean(listed), statistics.pstdev(listed)
+        shown = result["fusion_scale"]
+        assert abs(shown["lexical_mean"] - mean) < 1e-5 and abs(shown["lexical_sd"] - sd) < 1e-5
         for hit in hits:
             b = hit["breakdown"]
             on_scale = (b["cosine_similarity"] - scale.unrelated) / (scale.related - scale.unrelated)
             assert abs(b["vector_share"] - w * on_scale) < 1e-9
-            assert abs(b["lexical_share"] - (1 - w) * (b["lexical_score"] or 0.0) / best_bm25) < 1e-9
+            bm25 = b["lexical_score"] or 0.0
+            rescaled = max(0.0, (bm25 - mean + 3 * sd) / (6 * sd)) if sd > 0 else 1.0
+            assert abs(b["lexical_share"] - (1 - w) * rescaled) < 1e-6
             assert abs(b["vector_share"] + b["lexical_share"] - b["fused"]) < 1e-9
         assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
         assert hits[0]["breakdown"]["regconfig"] == "german"
         # A lexical-only search has no vector to weigh: rrf, whatever is configured.
         lexical = await call(client, "search", query="Häuser am See", mode="lexical", explain=True)
         assert lexical["fusion"] == "rrf" and lexical["fusion_weights"] is None
+        assert lexical["fusion_scale"] is None
 
 
 async def test_rrf_stays_available_by_configuration(runtime: Runtime) -> None:

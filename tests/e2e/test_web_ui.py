@@ -537,6 +537,8 @@ async def test_the_fusion_legend_shows_the_weights_used(token_env: dict[str, str
         legend = " ".join(shown[1].split())
         assert f"{weights['vector']:.2f} × the cosine" in legend, legend
         assert f"{weights['lexical']:.2f} × BM25" in legend, legend
+        scale = searched["fusion_scale"]  # the evidence that rescaled BM25
+        assert f"mean {scale['lexical_mean']:.2f}, sd {scale['lexical_sd']:.2f}" in legend, legend
 
 
 def test_the_one_time_link_goes_to_a_terminal_never_to_the_log_stream(

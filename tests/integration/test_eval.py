@@ -90,7 +90,11 @@ def test_eval_reports_every_metric_in_an_isolated_database(
     assert fusion["model_scale"]["unrelated"] < fusion["model_scale"]["related"]
     assert doc["results"]["hybrid"]["fusion_used"] == {"convex": 6}
     assert doc["results"]["hybrid_rrf"]["fusion_used"] == {"rrf": 6}
-    assert "fusion: convex (vector weight 1.0 / (1 + 0.2 ln(1 + words))" in output and "hybrid_rrf" in output
+    assert "(6 sd)" in fusion["rule"] and "lexical list" in fusion["rule"]
+    t = Tuning()
+    weight = f"{t.vector_weight_base} / (1 + {t.vector_weight_length_factor} ln(1 + words))"
+    assert f"fusion: convex (vector weight {weight}" in output
+    assert "BM25 over its list's mean ± 3 sd" in output and "hybrid_rrf" in output
     for mode in ("hybrid", "vector", "lexical"):
         latency = doc["results"][mode]["latency"]
         assert latency["queries"] == 6 and latency["p95_ms"] >= latency["p50_ms"] > 0

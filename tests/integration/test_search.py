@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
@@ -154,6 +155,56 @@ def test_entry_in_both_branches_outranks_single_branch(app: App) -> None:
         h.breakdown.vector_rank is not None and h.breakdown.lexical_rank is not None for h in result.hits
     ]
     assert in_both[0] and in_both == sorted(in_both, reverse=True)
+
+
+def _dbsf_share(result: SearchResult, query: str) -> list[tuple[float, float]]:
+    """Each hit's lexical share and the one the frozen rule gives it from the branch's own scores:
+    (1 − w) × max(0, (BM25 − mean + 3 sd) / (6 sd)) over the lexical list, BM25 0 for a hit it did
+    not return, 1 for every hit when the list has no spread, 0 without a list."""
+    w = Tuning().vector_weight(query)
+    scores = [h.breakdown.lexical_score for h in result.hits if h.breakdown.lexical_rank is not None]
+    listed = [s for s in scores if s is not None]
+    if not listed:
+        assert result.fusion_scale is None
+        return [(h.breakdown.lexical_share, 0.0) for h in result.hits]
+    mean, sd = statistics.fmean(listed), statistics.pstdev(listed)
+    assert result.fusion_scale == pytest.approx({"lexical_mean": mean, "lexical_sd": sd}, abs=1e-5)
+    pairs = []
+    for hit in result.hits:
+        bm25 = hit.breakdown.lexical_score or 0.0
+        scaled = max(0.0, (bm25 - mean + 3 * sd) / (6 * sd)) if sd > 1e-12 else 1.0
+        pairs.append((hit.breakdown.lexical_share, (1 - w) * scaled))
+    return pairs
+
+
+def test_convex_lexical_share_is_bm25_over_its_lists_mean_and_sd(app: App) -> None:
+    # Every entry fits in one result, so the hits are the whole lexical list.
+    add(app, "Vacuum reclaims storage held by dead tuples in Postgres tables.", language="en")
+    add(app, "Dead tuples pile up when vacuum cannot keep up with updates.", language="en")
+    add(app, "Vacuum full rewrites the table and takes an exclusive lock.", language="en")
+    add(app, "Autovacuum workers wake up every minute by default.", language="en")
+    add(app, "Dead letters are kept in a separate queue.", language="en")
+    add(app, "The cat sleeps on the warm windowsill.", language="en")
+    query = "vacuum dead tuples"
+    result = service(app).search(OWNER, query, fusion="convex", top_k=20)
+    assert result.fusion == "convex" and result.fusion_weights is not None
+    assert result.ranked == result.total_candidates  # nothing of the lexical list is cut
+    check_breakdown(result)
+    listed = [h for h in result.hits if h.breakdown.lexical_rank is not None]
+    assert len({h.breakdown.lexical_score for h in listed}) >= 3  # a list with spread
+    assert any(h.breakdown.lexical_rank is None for h in result.hits)  # rescaled from BM25 0
+    for share, expected in _dbsf_share(result, query):
+        assert share == pytest.approx(expected, abs=1e-9)
+    # One lexical hit: no spread, so every hit gets the whole lexical weight.
+    one = service(app).search(OWNER, "windowsill", fusion="convex", top_k=20)
+    assert len([h for h in one.hits if h.breakdown.lexical_rank is not None]) == 1
+    assert one.fusion_scale is not None and one.fusion_scale["lexical_sd"] == 0.0
+    for share, expected in _dbsf_share(one, "windowsill"):
+        assert share == pytest.approx(expected, abs=1e-9) and expected > 0
+    # No lexical hit: no lexical part, no scale.
+    none = service(app).search(OWNER, "zebrafish", fusion="convex", top_k=20)
+    assert none.fusion == "convex" and none.fusion_scale is None and none.hits
+    assert all(h.breakdown.lexical_share == 0.0 for h in none.hits)
 
 
 def test_degraded_lexical_only_when_embedder_fails(app: App) -> None:

@@ -427,8 +427,10 @@ def test_the_fusion_normalisation_statement_gives_the_replay() -> None:
     statement = _json("fusion_normalisation-statement.json")["collections"]
     assert len(statement) == 10
     for name, rules in statement.items():
-        assert _round4(rules["shipped"]["nDCG@10"]) == _round4(replay["best"][name]["1,0.2"]), name
-        assert _round4(rules["frozen"]["nDCG@10"]) == _round4(replay["dbsf-lex"][name]["1.3,0.3"]), name
+        # Measured before dbsf-lex shipped, the rules were named "shipped" (length) and "frozen".
+        length, dbsf = rules.get("length", rules.get("shipped")), rules.get("dbsf-lex", rules.get("frozen"))
+        assert _round4(length["nDCG@10"]) == _round4(replay["best"][name]["1,0.2"]), name
+        assert _round4(dbsf["nDCG@10"]) == _round4(replay["dbsf-lex"][name]["1.3,0.3"]), name
 
 
 def _line_with_cells(text: str, start: str) -> list[str]:

@@ -66,6 +66,7 @@ def _result_json(result: Retrieved, explain: bool) -> dict[str, Any]:
         "missing_pins": result.missing_pins,
         "fusion": result.fusion,
         "fusion_weights": result.fusion_weights,
+        "fusion_scale": result.fusion_scale,
         "embedder_wait_ms": result.embedder_wait_ms,
         "applied": result.applied,
         "total_candidates": result.total_candidates,

@@ -235,6 +235,11 @@ def _settings_report(
         "rrf_k": tuning.rrf_k,
         "fusion": {
             "configured": settings.fusion,
+            "rule": (
+                "vector_weight × (cosine − unrelated) / (related − unrelated) + (1 − vector_weight) × "
+                "max(0, (BM25 − mean + 3 sd) / (6 sd)) over the lexical list's BM25 mean and "
+                "population sd (1 without spread, 0 without a list)"
+            ),
             "vector_weight": {
                 "rule": "base / (1 + length_factor * ln(1 + query words)), within 0.1..0.9",
                 "base": tuning.vector_weight_base,

@@ -65,8 +65,9 @@ def fusion_line(doc: dict[str, Any]) -> str:
     )
     weight = fusion.get("vector_weight") or {}
     rule = f"{weight['base']} / (1 + {weight['length_factor']} ln(1 + words))" if weight else "-"
+    lexical = "; BM25 over its list's mean ± 3 sd" if "rule" in fusion else ""
     return (
-        f"fusion: {fusion.get('configured', 'rrf')} (vector weight {rule}{on_scale}); "
+        f"fusion: {fusion.get('configured', 'rrf')} (vector weight {rule}{on_scale}{lexical}); "
         f"hybrid queries by fusion used: {used or '-'}"
     )
 

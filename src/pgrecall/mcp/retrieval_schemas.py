@@ -130,11 +130,16 @@ class SearchOut(BaseModel):
     below_relevance: int = Field(description="Hits left out by min_relevance.")
     fusion: str = Field(
         description="How the branches were merged: convex (weighted cosine on the model's scale + "
-        "relative BM25) or rrf (Reciprocal Rank Fusion: without a query vector, when an http model's "
-        "scale could not be measured, or when configured)."
+        "BM25 rescaled over its list's mean ± 3 sd) or rrf (Reciprocal Rank Fusion: without a query "
+        "vector, when an http model's scale could not be measured, or when configured)."
     )
     fusion_weights: dict[str, float] | None = Field(
         description="Convex fusion's weights of the vector and lexical parts; null in rrf."
+    )
+    fusion_scale: dict[str, float] | None = Field(
+        description="Convex fusion's lexical scale: lexical_mean and lexical_sd, the BM25 mean and "
+        "population standard deviation of the lexical list; a hit's lexical part is the lexical weight × "
+        "max(0, (BM25 − mean + 3 sd) / (6 sd)). Null in rrf or without lexical hits."
     )
     embedder_wait_ms: float | None = Field(
         description="Milliseconds this search waited for the embedder to finish loading (a cold start); "

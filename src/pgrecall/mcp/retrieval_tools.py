@@ -188,6 +188,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 below_relevance=result.below_relevance,
                 fusion=result.fusion,
                 fusion_weights=result.fusion_weights,
+                fusion_scale=result.fusion_scale,
                 embedder_wait_ms=result.embedder_wait_ms,
                 missing_pins=result.missing_pins,
                 applied=result.applied,

@@ -114,6 +114,7 @@ class Retrieved:
     below_relevance: int = 0  # hits the relevance floor left out (summed over the searches)
     fusion: str = "rrf"  # how the search(es) fused their branches ("convex+rrf" when they differed)
     fusion_weights: dict[str, float] | None = None
+    fusion_scale: dict[str, float] | None = None  # the first search's lexical mean and sd (convex)
     # How long the search(es) waited for a loading embedder (cold start); None: it was ready.
     embedder_wait_ms: float | None = None
     # Distinct candidates of both branches; what the retrieval ran with; its stages.
@@ -257,6 +258,7 @@ class RetrievalService:
             below_relevance=first.below_relevance,
             fusion=first.fusion,
             fusion_weights=first.fusion_weights,
+            fusion_scale=first.fusion_scale,
             embedder_wait_ms=first.timings.embedder_wait_ms,
             total_candidates=first.total_candidates,
             applied=applied(options, top_k, first, diversify),

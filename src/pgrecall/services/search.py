@@ -32,7 +32,7 @@ from pgrecall.embeddings.base import Embedder, EmbeddingError, unavailable_reaso
 from pgrecall.embeddings.cache import CachedQueryEmbedder
 from pgrecall.embeddings.calibration import ModelScale, ScaleCache
 from pgrecall.errors import InvalidInputError
-from pgrecall.store.search import SearchParams, SearchRow, SearchStore, Tuning
+from pgrecall.store.search import SearchParams, SearchRow, SearchRows, SearchStore, Tuning
 
 log = logging.getLogger(__name__)
 
@@ -141,9 +141,11 @@ class SearchResult:
     # Hits the relevance floor (min_relevance) left out of this result.
     below_relevance: int = 0
     # The fusion applied (convex falls back to rrf without a query vector or the model's scale)
-    # and, for convex, the weights of the cosine and the BM25 parts.
+    # and, for convex, the weights of the cosine and the BM25 parts, and the lexical list's BM25
+    # mean and standard deviation that rescaled BM25 (None without a lexical list).
     fusion: str = "rrf"
     fusion_weights: dict[str, float] | None = None
+    fusion_scale: dict[str, float] | None = None
     # Distinct candidates both branches found, and how many the statement ranked (≤ its top_k).
     total_candidates: int = 0
     ranked: int = 0
@@ -251,6 +253,7 @@ class SearchService:
             ranked=len(ranked),
             fusion=fusion,
             fusion_weights=_weights(params.vector_weight()) if fusion == "convex" else None,
+            fusion_scale=_lexical_scale(found) if fusion == "convex" else None,
             timings=SearchTimings(
                 embed_ms=round(embed_ms, 3) if embed_ms is not None else None,
                 sql_ms=round(sql_ms, 3),
@@ -418,6 +421,12 @@ def _place(row: SearchRow) -> DocumentPlace | None:
 
 def _weights(vector: float) -> dict[str, float]:
     return {"vector": round(vector, 6), "lexical": round(1.0 - vector, 6)}
+
+
+def _lexical_scale(found: SearchRows) -> dict[str, float] | None:
+    if found.lex_mean is None or found.lex_sd is None:
+        return None
+    return {"lexical_mean": round(found.lex_mean, 6), "lexical_sd": round(found.lex_sd, 6)}
 
 
 def _rounded(value: float | None) -> float | None:

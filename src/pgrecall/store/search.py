@@ -88,10 +88,11 @@ class Tuning:
     b: float = 0.75
     # Convex fusion: the cosine's weight w (the BM25 part has 1 − w) falls with the query's length,
     # w = base / (1 + length_factor · ln(1 + words)), within 0.1..0.9: one dense vector sums up a
-    # short question well, while every further word adds BM25 evidence. Chosen as the best worst
-    # margin over the development collections (benchmarks/fusion.py).
-    vector_weight_base: float = 1.0
-    vector_weight_length_factor: float = 0.2
+    # short question well, while every further word adds BM25 evidence. Tuned with the lexical part
+    # the statement fuses (BM25 over its list's mean ± 3 sd): frozen by docs/fusion-normalisation.md
+    # on half-split collections before a collection built afterwards confirmed it.
+    vector_weight_base: float = 1.3
+    vector_weight_length_factor: float = 0.3
     # Lexical, in a store of several languages: the query is searched only in languages whose
     # vocabulary holds this share of the query words the best-covered language holds, and their BM25
     # counts share^power. Chosen on debian-mixed (benchmarks/collections): lexical nDCG@10 0.800 with
@@ -197,6 +198,10 @@ class SearchRows:
     best_cos: float | None = None
     mid_cos: float | None = None
     best_lex: float | None = None
+    # The lexical list's BM25 mean and population standard deviation: convex fusion rescales BM25
+    # from mean ± 3 sd (None when the branch found nothing).
+    lex_mean: float | None = None
+    lex_sd: float | None = None
     # Distinct candidates of both branches (before the top_k cut).
     fused_candidates: int = 0
 
@@ -357,6 +362,8 @@ def to_rows(rows: list[dict[str, Any]]) -> SearchRows:
         best_cos=_float_or_none(first.get("best_cos")),
         mid_cos=_float_or_none(first.get("mid_cos")),
         best_lex=_float_or_none(first.get("best_lex")),
+        lex_mean=_float_or_none(first.get("lex_mean")),
+        lex_sd=_float_or_none(first.get("lex_sd")),
     )
 
 

@@ -335,13 +335,21 @@ lexcos AS MATERIALIZED (
       AND l.id NOT IN (SELECT id FROM vec)
 ),
 branch_scale AS MATERIALIZED (
-    SELECT (SELECT min(cos_sim) FROM vec) AS worst_cos, (SELECT max(score) FROM lex) AS best_lex
+    SELECT (SELECT min(cos_sim) FROM vec) AS worst_cos, (SELECT max(score) FROM lex) AS best_lex,
+           (SELECT avg(score) FROM lex) AS lex_mean, (SELECT stddev_pop(score) FROM lex) AS lex_sd
 ),
 fused AS (
     -- rrf: 1 / (k + rank) per branch. convex: w × the cosine on the model's scale (0 at its
-    -- typical unrelated pair, 1 at its typical related one) + (1 − w) × BM25 / the best BM25 of
-    -- this search. A candidate one branch did not return counts as that branch's weakest: BM25 0,
-    -- or, without a vector of its own, the lowest cosine the vector branch returned.
+    -- typical unrelated pair, 1 at its typical related one) + (1 − w) × BM25 rescaled so that the
+    -- lexical list's mean − 3 population standard deviations is 0 and mean + 3 sd is 1, floored at
+    -- 0 (distribution-based score fusion, on the lexical branch only; docs/fusion-normalisation.md):
+    -- a best hit weighs by how far it stands above the rest of its list, so one barely ahead of
+    -- many similar scores (common words, a long question) no longer gets the whole lexical part
+    -- and the cosine decides among them. The cosine needs no such rescaling: the model's scale
+    -- already calibrates it across questions. A list without spread (one hit, equal scores)
+    -- orders nothing and gives every candidate 1; no list gives 0. A candidate one branch did not
+    -- return counts as that branch's weakest: BM25 0, or, without a vector of its own, the lowest
+    -- cosine the vector branch returned.
     SELECT coalesce(v.id, l.id) AS id, v.rank AS vec_rank, coalesce(v.cos_sim, c.cos_sim) AS cos_sim,
            l.rank AS lex_rank, l.score AS lex_score, l.cfg AS lex_cfg,
            coalesce(1.0 / (%(k)s + v.rank), 0.0) AS vec_rrf,
@@ -351,7 +359,12 @@ fused AS (
                 ELSE %(w_vec)s * (coalesce(v.cos_sim, c.cos_sim, s.worst_cos) - %(cos_lo)s)
                      / (%(cos_hi)s - %(cos_lo)s) END AS vec_part,
            CASE WHEN NOT %(convex)s THEN coalesce(1.0 / (%(k)s + l.rank), 0.0)
-                ELSE (1.0 - %(w_vec)s) * coalesce(l.score / nullif(s.best_lex, 0.0), 0.0) END AS lex_part
+                ELSE (1.0 - %(w_vec)s) * CASE
+                    WHEN s.lex_sd > 0.0
+                    THEN greatest(0.0, (coalesce(l.score, 0.0) - s.lex_mean + 3.0 * s.lex_sd)
+                                       / (6.0 * s.lex_sd))
+                    WHEN s.best_lex IS NOT NULL THEN 1.0
+                    ELSE 0.0 END END AS lex_part
     FROM vec v FULL JOIN lex l ON v.id = l.id
     LEFT JOIN lexcos c ON c.id = l.id
     CROSS JOIN branch_scale s
@@ -397,6 +410,8 @@ SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
        (SELECT max(cos_sim) FROM vec) AS best_cos,
        (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY cos_sim) FROM vec) AS mid_cos,
        (SELECT best_lex FROM branch_scale) AS best_lex,
+       (SELECT lex_mean FROM branch_scale) AS lex_mean,
+       (SELECT lex_sd FROM branch_scale) AS lex_sd,
        -- A hit found by words alone gets its cosine too (one vector read per such row of the
        -- top_k): relevance judges every hit's meaning on the model's scale.
        top.id, top.fused, top.vec_rank,

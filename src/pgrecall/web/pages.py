@@ -146,6 +146,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
     degraded_reason = None
     fusion = None
     fusion_weights = None
+    fusion_scale = None
     embedder_wait_ms = None
     if asked.query is not None:
         retrieval = RetrievalRequest(
@@ -157,6 +158,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         degraded_reason = result.degraded_reason
         fusion = result.fusion
         fusion_weights = result.fusion_weights
+        fusion_scale = result.fusion_scale
         embedder_wait_ms = result.embedder_wait_ms
         rows = [
             (
@@ -180,6 +182,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         embedder_wait_ms=embedder_wait_ms,
         fusion=fusion,
         fusion_weights=fusion_weights,
+        fusion_scale=fusion_scale,
         languages=ui.app.catalog.supported_codes(),
         chart_width=CHART_WIDTH,
     )
