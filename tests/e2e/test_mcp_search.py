@@ -136,7 +136,10 @@ async def test_convex_fusion_weighs_the_model_scale_and_rescaled_bm25(runtime: R
             on_scale = (b["cosine_similarity"] - scale.unrelated) / (scale.related - scale.unrelated)
             assert abs(b["vector_share"] - w * on_scale) < 1e-9
             bm25 = b["lexical_score"] or 0.0
-            rescaled = max(0.0, (bm25 - mean + 3 * sd) / (6 * sd)) if sd > 0 else 1.0
+            if sd > 0:
+                rescaled = max(0.0, (bm25 - mean + 3 * sd) / (6 * sd))
+            else:  # without spread: the list's hits 1, the others 0
+                rescaled = 1.0 if b["lexical_rank"] else 0.0
             assert abs(b["lexical_share"] - (1 - w) * rescaled) < 1e-6
             assert abs(b["vector_share"] + b["lexical_share"] - b["fused"]) < 1e-9
         assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)

@@ -160,7 +160,7 @@ def test_entry_in_both_branches_outranks_single_branch(app: App) -> None:
 def _dbsf_share(result: SearchResult, query: str) -> list[tuple[float, float]]:
     """Each hit's lexical share and the one the frozen rule gives it from the branch's own scores:
     (1 − w) × max(0, (BM25 − mean + 3 sd) / (6 sd)) over the lexical list, BM25 0 for a hit it did
-    not return, 1 for every hit when the list has no spread, 0 without a list."""
+    not return; without spread 1 for the list's hits and 0 for the others; 0 without a list."""
     w = Tuning().vector_weight(query)
     scores = [h.breakdown.lexical_score for h in result.hits if h.breakdown.lexical_rank is not None]
     listed = [s for s in scores if s is not None]
@@ -172,7 +172,10 @@ def _dbsf_share(result: SearchResult, query: str) -> list[tuple[float, float]]:
     pairs = []
     for hit in result.hits:
         bm25 = hit.breakdown.lexical_score or 0.0
-        scaled = max(0.0, (bm25 - mean + 3 * sd) / (6 * sd)) if sd > 1e-12 else 1.0
+        if sd > 1e-12:
+            scaled = max(0.0, (bm25 - mean + 3 * sd) / (6 * sd))
+        else:
+            scaled = 1.0 if hit.breakdown.lexical_rank is not None else 0.0
         pairs.append((hit.breakdown.lexical_share, (1 - w) * scaled))
     return pairs
 
@@ -195,12 +198,14 @@ def test_convex_lexical_share_is_bm25_over_its_lists_mean_and_sd(app: App) -> No
     assert any(h.breakdown.lexical_rank is None for h in result.hits)  # rescaled from BM25 0
     for share, expected in _dbsf_share(result, query):
         assert share == pytest.approx(expected, abs=1e-9)
-    # One lexical hit: no spread, so every hit gets the whole lexical weight.
+    # One lexical hit (a rare word): no spread; it gets the whole lexical weight, the others none.
     one = service(app).search(OWNER, "windowsill", fusion="convex", top_k=20)
     assert len([h for h in one.hits if h.breakdown.lexical_rank is not None]) == 1
     assert one.fusion_scale is not None and one.fusion_scale["lexical_sd"] == 0.0
     for share, expected in _dbsf_share(one, "windowsill"):
-        assert share == pytest.approx(expected, abs=1e-9) and expected > 0
+        assert share == pytest.approx(expected, abs=1e-9)
+    shares = {h.breakdown.lexical_rank is not None: h.breakdown.lexical_share for h in one.hits}
+    assert shares[True] > 0 and shares[False] == 0.0 and one.hits[0].breakdown.lexical_rank == 1
     # No lexical hit: no lexical part, no scale.
     none = service(app).search(OWNER, "zebrafish", fusion="convex", top_k=20)
     assert none.fusion == "convex" and none.fusion_scale is None and none.hits

@@ -346,8 +346,9 @@ fused AS (
     -- a best hit weighs by how far it stands above the rest of its list, so one barely ahead of
     -- many similar scores (common words, a long question) no longer gets the whole lexical part
     -- and the cosine decides among them. The cosine needs no such rescaling: the model's scale
-    -- already calibrates it across questions. A list without spread (one hit, equal scores)
-    -- orders nothing and gives every candidate 1; no list gives 0. A candidate one branch did not
+    -- already calibrates it across questions. A list without spread (one hit, equal scores) gives
+    -- its hits 1 and every other candidate 0: a rare word found in one entry must still lift it;
+    -- no list gives 0. A candidate one branch did not
     -- return counts as that branch's weakest: BM25 0, or, without a vector of its own, the lowest
     -- cosine the vector branch returned.
     SELECT coalesce(v.id, l.id) AS id, v.rank AS vec_rank, coalesce(v.cos_sim, c.cos_sim) AS cos_sim,
@@ -363,7 +364,7 @@ fused AS (
                     WHEN s.lex_sd > 0.0
                     THEN greatest(0.0, (coalesce(l.score, 0.0) - s.lex_mean + 3.0 * s.lex_sd)
                                        / (6.0 * s.lex_sd))
-                    WHEN s.best_lex IS NOT NULL THEN 1.0
+                    WHEN l.id IS NOT NULL THEN 1.0
                     ELSE 0.0 END END AS lex_part
     FROM vec v FULL JOIN lex l ON v.id = l.id
     LEFT JOIN lexcos c ON c.id = l.id
