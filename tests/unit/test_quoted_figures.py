@@ -508,3 +508,24 @@ def test_the_1m_table_is_the_json() -> None:
             row = f"recall@10 at `ef_search` 400 / 600 / 800 / 1000, {branch}"
             swept = [str(recall["by_ef_search"][ef][branch]) for ef in ("400", "600", "800", "1000")]
             assert cell(row) == " / ".join(swept), (json_name, row)
+
+
+def test_the_1m_run_at_head_is_the_json() -> None:
+    """docs/benchmarks-documents.md, the 1M run at head with the `ef_search` tier."""
+    size = _json("search-1m-ef600.json")["sizes"]["1000000"]
+    table = _rows(
+        "benchmarks-documents.md", "| figure (1M, 8 000 real parents, `ef_search` 600 by the tier) |"
+    )
+    recall, latency, load = size["hnsw_recall_at_10"], size["latency"], size["load"]
+    assert table["HNSW recall@10, unfiltered / filtered"] == [
+        f"{recall['unfiltered']} / {recall['filtered']}"
+    ]
+    for row, mode in (
+        ("hybrid search p50 / p95 / p99", "hybrid"),
+        ("1 %-selective tag filter: hybrid p50 / p95 / p99", "hybrid_filtered"),
+    ):
+        ms = latency[mode]["search_ms"]
+        assert table[row] == [f"{ms['p50']} / {ms['p95']} / {ms['p99']} ms"], row
+    vec, lex = latency["vector"]["search_ms"]["p95"], latency["lexical"]["search_ms"]["p95"]
+    assert table["vector / lexical p95"] == [f"{vec} / {lex} ms"]
+    assert table["COPY, HNSW build"] == [f"{load['copy_seconds']} s, {load['hnsw_build_seconds']} s"]
