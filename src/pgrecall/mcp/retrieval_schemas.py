@@ -39,8 +39,8 @@ class ScoreBreakdown(BaseModel):
         "the model's scale (0 = typical unrelated text, 1 = typical answer); in rrf, vector_rrf."
     )
     lexical_share: float = Field(
-        description="The lexical branch's part of `fused`: in convex fusion the lexical weight × BM25 / the "
-        "best BM25 of this search; in rrf, lexical_rrf."
+        description="The lexical branch's part of `fused`: in convex fusion the lexical weight × BM25 "
+        "rescaled over the lexical list (see fusion_scale); in rrf, lexical_rrf."
     )
     fused: float = Field(description="vector_share + lexical_share + recency: the ranking score.")
     recency: float = Field(
