@@ -32,8 +32,12 @@ from fusion import captured_searches
 
 from pgrecall.config import Settings
 from pgrecall.embeddings import create_embedder
+from pgrecall.embeddings.base import Embedder
+from pgrecall.embeddings.calibration import ModelScale
 from pgrecall.evaluation import corpus, runner
-from pgrecall.evaluation.dataset import load_dataset
+from pgrecall.evaluation.dataset import BeirDataset, load_dataset
+from pgrecall.evaluation.loader import Loaded
+from pgrecall.store.search import SearchRow
 
 HERE = Path(__file__).resolve().parent
 SHARED = ("cranfield", "cisi")
@@ -54,13 +58,53 @@ def path_of(name: str) -> Path:
     return corpus.DEFAULT_DATA_DIR / name if name in SHARED else HERE / "collections" / name
 
 
-def collect(name: str, cache: Path) -> None:
-    """Every query's two branches of one collection, into cache/<name>.json."""
+def collection(name: str) -> tuple[Settings, Embedder, BeirDataset, dict[str, str]]:
+    """A scratch home's settings (PGRECALL_HOME if set), the embedder, a collection and its queries."""
     home = Path(os.environ.get("PGRECALL_HOME") or tempfile.mkdtemp(prefix="pgrecall-fusion-"))
     settings = Settings(home=home)
-    embedder = create_embedder(settings)
     dataset = load_dataset(path_of(name))
     queries = {q: runner.clip_query(t) for q, t in dataset.evaluated_queries().items()}
+    return settings, create_embedder(settings), dataset, queries
+
+
+def candidate_row(r: SearchRow, loaded: Loaded) -> list[Any]:
+    """One candidate as the cache keeps it (the replays read these fields by position)."""
+    return [
+        loaded.beir_of[str(r.id)],
+        str(r.id),
+        r.vec_rank,
+        r.cos_sim,
+        r.lex_rank,
+        r.lex_score,
+        len(r.matched),
+    ]
+
+
+def write_cache(
+    name: str,
+    cache: Path,
+    model: str,
+    scale: ModelScale,
+    dataset: BeirDataset,
+    queries: dict[str, str],
+    candidates: dict[str, Any],
+) -> None:
+    """cache/<name>.json: the queries, their judgements, the model's scale and each query's candidates."""
+    doc = {
+        "embedder": model,
+        "scale": {"unrelated": scale.unrelated, "related": scale.related},
+        "queries": queries,
+        "qrels": {q: dataset.qrels[q] for q in queries},
+        "candidates": candidates,
+    }
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
+    print(f"{name}: {len(candidates)} queries kept in {cache / (name + '.json')}", flush=True)
+
+
+def collect(name: str, cache: Path) -> None:
+    """Every query's two branches of one collection, into cache/<name>.json."""
+    settings, embedder, dataset, queries = collection(name)
     out: dict[str, Any] = {}
     with captured_searches(settings, dataset, embedder, progress=True) as (rows_of, loaded, scale):
         for qid, text in queries.items():
@@ -68,29 +112,9 @@ def collect(name: str, cache: Path) -> None:
             out[qid] = {
                 "terms": found.query_terms,
                 "lexical_candidates": found.lexical_candidates,
-                "rows": [
-                    [
-                        loaded.beir_of[str(r.id)],
-                        str(r.id),
-                        r.vec_rank,
-                        r.cos_sim,
-                        r.lex_rank,
-                        r.lex_score,
-                        len(r.matched),
-                    ]
-                    for r in found.rows
-                ],
+                "rows": [candidate_row(r, loaded) for r in found.rows],
             }
-    doc = {
-        "embedder": embedder.model,
-        "scale": {"unrelated": scale.unrelated, "related": scale.related},
-        "queries": queries,
-        "qrels": {q: dataset.qrels[q] for q in queries},
-        "candidates": out,
-    }
-    cache.mkdir(parents=True, exist_ok=True)
-    (cache / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
-    print(f"{name}: {len(out)} queries kept in {cache / (name + '.json')}", flush=True)
+    write_cache(name, cache, embedder.model, scale, dataset, queries, out)
 
 
 # Fixed before any rule was scored on cranfield, cisi, debian-en, debian-mixed or debian-es (the

@@ -48,26 +48,23 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import statistics
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fusion_evidence import path_of
+from fusion_evidence import candidate_row, collection, write_cache
 from psycopg import sql
 
 from pgrecall.config import Settings
-from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.embeddings.cache import CachedQueryEmbedder
 from pgrecall.embeddings.calibration import ModelScale
 from pgrecall.evaluation import runner
-from pgrecall.evaluation.dataset import BeirDataset, load_dataset
+from pgrecall.evaluation.dataset import BeirDataset
 from pgrecall.evaluation.loader import Loaded
 from pgrecall.evaluation.pipeline import OWNER, loaded_store
 from pgrecall.services.search import SearchOptions, SearchService
@@ -160,11 +157,7 @@ class TextStore(runner.DepthStore):
 
 def through_statement(name: str, out: Path | None) -> None:
     """The previous (length) and the shipped (dbsf-lex) rule run by the search statement itself."""
-    home = Path(os.environ.get("PGRECALL_HOME") or tempfile.mkdtemp(prefix="pgrecall-fusion-"))
-    settings = Settings(home=home)
-    embedder = create_embedder(settings)
-    dataset = load_dataset(path_of(name))
-    queries = {q: runner.clip_query(t) for q, t in dataset.evaluated_queries().items()}
+    settings, embedder, dataset, queries = collection(name)
     # The statement ships the frozen rule (Tuning's defaults are its prior); the previous one is
     # swapped back in. Before it shipped, the committed JSON named them "shipped" and "frozen".
     assert (Tuning().vector_weight_base, Tuning().vector_weight_length_factor) == FROZEN[1]
@@ -223,11 +216,7 @@ def collect(name: str, cache: Path) -> None:
 
     The rows are fusion_evidence's (so its replay reads this cache too) plus each hit's language.
     """
-    home = Path(os.environ.get("PGRECALL_HOME") or tempfile.mkdtemp(prefix="pgrecall-fusion-"))
-    settings = Settings(home=home)
-    embedder = create_embedder(settings)
-    dataset = load_dataset(path_of(name))
-    queries = {q: runner.clip_query(t) for q, t in dataset.evaluated_queries().items()}
+    settings, embedder, dataset, queries = collection(name)
     out: dict[str, Any] = {}
     with bound_searches(settings, dataset, embedder) as (rows_of, loaded, scale):
         for qid, text in queries.items():
@@ -236,30 +225,9 @@ def collect(name: str, cache: Path) -> None:
                 "terms": found.query_terms,
                 "lexical_candidates": found.lexical_candidates,
                 "bounds": bounds,
-                "rows": [
-                    [
-                        loaded.beir_of[str(r.id)],
-                        str(r.id),
-                        r.vec_rank,
-                        r.cos_sim,
-                        r.lex_rank,
-                        r.lex_score,
-                        len(r.matched),
-                        r.lex_cfg,
-                    ]
-                    for r in found.rows
-                ],
+                "rows": [[*candidate_row(r, loaded), r.lex_cfg] for r in found.rows],
             }
-    doc = {
-        "embedder": embedder.model,
-        "scale": {"unrelated": scale.unrelated, "related": scale.related},
-        "queries": queries,
-        "qrels": {q: dataset.qrels[q] for q in queries},
-        "candidates": out,
-    }
-    cache.mkdir(parents=True, exist_ok=True)
-    (cache / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
-    print(f"{name}: {len(out)} queries kept in {cache / (name + '.json')}", flush=True)
+    write_cache(name, cache, embedder.model, scale, dataset, queries, out)
 
 
 # Roles, fixed before any rule of this study was scored (every collection had been read by the
