@@ -21,16 +21,12 @@ Relation = Annotated[
     str,
     Field(
         description=f"from_id <relation> to_id: {_OTHER_RELATIONS}, or {DEFAULT_RELATION} for anything "
-        'else. Case and spaces forgiven ("Depends on").',
+        "else; any case, spaces for _.",
         max_length=80,
     ),
 ]
-FromId = Annotated[
-    str, Field(description="Entry the link starts from (UUID or 8+ hex digits of it).", max_length=64)
-]
-ToId = Annotated[
-    str, Field(description="Entry the link points to (UUID or 8+ hex digits of it).", max_length=64)
-]
+FromId = Annotated[str, Field(description="Entry id where the link starts.", max_length=64)]
+ToId = Annotated[str, Field(description="Entry id the link points to.", max_length=64)]
 
 
 class LinkOut(BaseModel):

@@ -61,8 +61,8 @@ def annotations(*, destructive: bool = False, idempotent: bool = False) -> ToolA
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 KIND_DOC = "note (default), fact, decision, preference, doc, … (letters, digits, _ . : -)."
-LANGUAGE_DOC = "The text's language, ISO 639-1 (de, fr, ru, …) or 'simple' (no stemming). Omit: detected."
-MODE_DOC = "hybrid: meaning + words; vector: meaning (paraphrases, other languages); lexical: exact words."
+LANGUAGE_DOC = "ISO 639-1 code (de, fr, ru, …) or 'simple' (no stemming); omit to detect."
+MODE_DOC = "hybrid: meaning + words; vector: meaning (paraphrases, languages); lexical: exact words."
 
 EntryId = Annotated[str, Field(description="Entry id: UUID, or 8+ hex digits from its start or end.")]
 Title = Annotated[str | None, Field(description=f"Short title (≤ {MAX_TITLE_CHARS} characters).")]
@@ -106,7 +106,7 @@ KindFilter = Annotated[str | None, Field(description="This kind (any case).")]
 SourceFilter = Annotated[str | None, Field(description="This whole source (any case).")]
 SourcePrefix = Annotated[
     str | None,
-    Field(description='Sources starting with this (any case; % _ literal), e.g. "docs/".'),
+    Field(description="Sources starting with this (any case; % _ literal)."),
 ]
 DocumentFilter = Annotated[str | None, Field(description="This document's chunks (its id).", max_length=64)]
 VersionFilter = Annotated[str | None, Field(description="Document version label.", max_length=100)]
@@ -119,8 +119,8 @@ TagsAny = Annotated[
     list[str] | None,
     Field(description="Any of these tags (any case).", max_length=MAX_TAGS),
 ]
-After = Annotated[datetime | None, Field(description="Bound, inclusive; no offset = UTC.")]
-Before = Annotated[datetime | None, Field(description="Bound, exclusive; no offset = UTC.")]
+After = Annotated[datetime | None, Field(description="inclusive; no offset = UTC.")]
+Before = Annotated[datetime | None, Field(description="exclusive; no offset = UTC.")]
 ListLimit = Annotated[
     int,
     Field(description="Page size.", ge=1, le=MAX_LIST_LIMIT, json_schema_extra=OR_NULL),
@@ -146,16 +146,15 @@ ExpiresAt = Annotated[
     str | None,
     Field(
         description="When it stops being current: ISO 8601 time (no offset = UTC) or duration from now "
-        "(30m, 24h, 7d, 2w; ≤ 100 years). Then searches and lists skip it unless include_expired; "
-        "never deleted.",
+        "(30m, 24h, 7d, 2w; ≤ 100 years); then skipped unless include_expired, never deleted.",
         max_length=64,
     ),
 ]
 Supersedes = Annotated[
     str | None,
     Field(
-        description="Id of an earlier entry this one replaces: while this one is live, searches and lists "
-        "skip the old one unless include_superseded.",
+        description="Id of an earlier entry this one replaces: while this one is live, the old one is "
+        "skipped unless include_superseded.",
         max_length=64,
     ),
 ]
@@ -173,15 +172,15 @@ Query = Annotated[
 Selected = Annotated[
     str | None,
     Field(
-        description=f"Text the user selected (≤ {MAX_SELECTION_CHARS} chars): searched alone, query "
-        "ignored; nothing relevant: out_of_scope. Empty or invalid: selection_ignored."
+        description=f"Text the user selected (≤ {MAX_SELECTION_CHARS} chars), searched instead of query; "
+        "nothing relevant: out_of_scope; empty or invalid: selection_ignored."
     ),
 ]
 Pins = Annotated[
     list[str] | None,
     Field(
-        description="content_hash values of an earlier answer: those first, in order, then the ranking; "
-        "unknown ones in missing_pins.",
+        description="content_hash values of an earlier answer, returned first in order; unknown ones "
+        "in missing_pins.",
         max_length=MAX_PINS,
     ),
 ]
@@ -216,8 +215,7 @@ TopKPerSection = Annotated[
 MinScore = Annotated[
     float | None,
     Field(
-        description="Minimum cosine of every hit (not when degraded to words); model-specific (default "
-        "model: related 0.74-0.94): prefer min_relevance.",
+        description="Minimum cosine of every hit; model-specific: prefer min_relevance.",
         ge=-1.0,
         le=1.0,
         # NaN passes ge/le (every comparison with it is false) and would empty the branch.
@@ -225,7 +223,7 @@ MinScore = Annotated[
     ),
 ]
 _RELEVANCE_DOC = (
-    "Skip hits less relevant: √ of the standing vs this search's best hits, capped by cosine on the "
+    "Skip less relevant hits: √ of standing vs the best hits, capped by cosine on the "
     "model's scale (0 ≈ unrelated, 1 ≈ an answer)."
 )
 MinRelevance = Annotated[
@@ -240,8 +238,8 @@ MinRelevance = Annotated[
 RecencyHalfLife = Annotated[
     float | None,
     Field(
-        description="Half-life (days) of a recency boost to the fused score: 0.5^(age/half-life) × a first "
-        "place's share (1/61 in rrf, smaller fusion weight in convex). Unset: none.",
+        description="Recency boost half-life (days): adds 0.5^(age/half-life) × a first place's share "
+        "(1/61 in rrf, smaller fusion weight in convex). Unset: none.",
         gt=0.0,
         le=36500.0,
         allow_inf_nan=False,
