@@ -12,12 +12,13 @@ an opening and a synopsis of their own), whose first sentence has FIRST_WORDS wo
 package's, and whose remaining text has REST_WORDS+ words; picked by a hash of their name.
 
 debian-pt-sentences is the same in Brazilian Portuguese (PostgreSQL's `portuguese` configuration), a
-second collection of this kind built after a later rule was frozen (docs/fusion-normalisation.md).
+second collection of this kind built after a later rule was frozen (docs/fusion-normalisation.md);
+debian-ru-sentences, in Russian, a third, built after the weight base 1.2 was committed.
 
-Input: Translation-it or Translation-pt_BR of http://deb.debian.org/debian/dists/bookworm/main/i18n/
+Input: Translation-it, Translation-pt_BR or Translation-ru of http://deb.debian.org/debian/dists/bookworm/main/i18n/
 (uncompressed, xz or bz2).
 Run: python benchmarks/collections/debian_sentences.py --translations DIR --out benchmarks/collections
-     [--language it|pt_BR]
+     [--language it|pt_BR|ru]
 """
 
 from __future__ import annotations
@@ -37,9 +38,13 @@ REST_WORDS = 15
 _ENDS = {
     "it": re.compile(r"(?<![Ee]s\.)(?<!ecc\.)(?<=[.!?])\s+(?=[\"«(]?[A-ZÀ-Ý])"),
     "pt_BR": re.compile(r"(?<![Ee]x\.)(?<!etc\.)(?<=[.!?])\s+(?=[\"«“(]?[A-ZÀ-Ý])"),
+    # Russian "т. е.", "т. д.", "напр.", "см." (that is, and so on, for example, see) end none.
+    "ru": re.compile(
+        r"(?<!\bт\.)(?<!\bе\.)(?<!\bд\.)(?<!напр\.)(?<!\bсм\.)(?<=[.!?])\s+(?=[\"«“(]?[А-ЯЁA-Z])"
+    ),
 }
 # Translation file suffix → the ISO code of ids, records and the collection's name.
-ISO = {"it": "it", "pt_BR": "pt"}
+ISO = {"it": "it", "pt_BR": "pt", "ru": "ru"}
 
 
 def first_sentence(text: str, language: str = "it") -> tuple[str, str] | None:
