@@ -50,8 +50,8 @@ def test_convex_weight_falls_with_the_query_length_and_needs_a_scale() -> None:
     tuning = Tuning()
     weights = [tuning.vector_weight(" ".join(["word"] * n)) for n in (1, 3, 10, 55, 10_000)]
     assert weights == sorted(weights, reverse=True) and all(0.1 <= w <= 0.9 for w in weights)
-    assert weights[0] == 0.9  # 1.2 / (1 + 0.3 ln 2) is above the ceiling
-    assert abs(weights[1] - 1.2 / (1 + 0.3 * math.log(4))) < 1e-12
+    assert weights[1] == 0.9  # 1.3 / (1 + 0.3 ln 4) is above the ceiling
+    assert abs(weights[2] - 1.3 / (1 + 0.3 * math.log(11))) < 1e-12
     vector = [0.0] * 384
     params = SearchParams(owner="o", query="q", top_k=5, vector=vector, dim=384, fusion="convex")
     assert params.fusion_used() == "rrf"  # no scale yet
