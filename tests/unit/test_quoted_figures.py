@@ -529,3 +529,18 @@ def test_the_1m_run_at_head_is_the_json() -> None:
     vec, lex = latency["vector"]["search_ms"]["p95"], latency["lexical"]["search_ms"]["p95"]
     assert table["vector / lexical p95"] == [f"{vec} / {lex} ms"]
     assert table["COPY, HNSW build"] == [f"{load['copy_seconds']} s, {load['hnsw_build_seconds']} s"]
+
+
+def test_the_russian_sentence_check_is_the_json() -> None:
+    """docs/fusion-normalisation.md, "After shipping": the shipped rule's rows of the new collection."""
+    table = _rows("fusion-normalisation.md", "| debian-ru-sentences | nDCG@10 |")
+    results = _json("eval-ru-sentences.json")["results"]
+    rows = {
+        "hybrid, base 1.3 (shipped)": "hybrid",
+        "vector": "vector",
+        "lexical": "lexical",
+        "hybrid (rrf)": "hybrid_rrf",
+        "bm25s (reference)": "bm25s",
+    }
+    for row, system in rows.items():
+        assert table[row][0] == _round4(results[system]["metrics"]["nDCG@10"]), row
