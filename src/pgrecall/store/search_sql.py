@@ -348,9 +348,8 @@ fused AS (
     -- and the cosine decides among them. The cosine needs no such rescaling: the model's scale
     -- already calibrates it across questions. A list without spread (one hit, equal scores) gives
     -- its hits 1 and every other candidate 0: a rare word found in one entry must still lift it;
-    -- no list gives 0. A candidate one branch did not
-    -- return counts as that branch's weakest: BM25 0, or, without a vector of its own, the lowest
-    -- cosine the vector branch returned.
+    -- no list gives 0. A candidate one branch did not return counts as that branch's weakest:
+    -- BM25 0, or, without a vector of its own, the lowest cosine the vector branch returned.
     SELECT coalesce(v.id, l.id) AS id, v.rank AS vec_rank, coalesce(v.cos_sim, c.cos_sim) AS cos_sim,
            l.rank AS lex_rank, l.score AS lex_score, l.cfg AS lex_cfg,
            coalesce(1.0 / (%(k)s + v.rank), 0.0) AS vec_rrf,
