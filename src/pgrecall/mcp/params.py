@@ -215,7 +215,8 @@ TopKPerSection = Annotated[
 MinScore = Annotated[
     float | None,
     Field(
-        description="Minimum cosine of every hit; model-specific: prefer min_relevance.",
+        description="Minimum cosine of every hit; model-specific (default model: related 0.74-0.94): "
+        "prefer min_relevance.",
         ge=-1.0,
         le=1.0,
         # NaN passes ge/le (every comparison with it is false) and would empty the branch.
