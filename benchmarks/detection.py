@@ -47,6 +47,8 @@ if kind == "baseline":
     det.detect("Loading every model before the clock stops: this sentence is long enough.")
 else:
     from pgrecall.detection.short_text import ShortTextDetector
+    from pgrecall.worker.detection import limit_resident_memory
+    limit_resident_memory()  # as the detection process starts
     det = ShortTextDetector(ISO_TO_CONFIG)
 detect = det.detect
 loaded = det.loaded_languages

@@ -40,7 +40,17 @@ DEFAULT_BUDGET = 1
 DEFAULT_CEILING = 8
 DEFAULT_MODEL_MEMORY_MB: float | None = None
 # A language whose models have not loaded yet counts as one of the largest.
-UNMEASURED_MODEL_MB = 24
+UNMEASURED_MODEL_MB = 27
+# While one language's high-accuracy models load, the process holds up to this much more than once
+# they have (lingua's decompression and parsing buffers: 17 MB for Latin, 29–31 MB for English or
+# German), and a resident limit keeps this margin below it besides for what the estimate misses (the
+# low-accuracy stage reloading trigram models, the text's own allocations).
+LOAD_TRANSIENT_MB = 32.0
+LOAD_MARGIN_MB = 6.0
+# lingua's high-accuracy mode reads its uni- to fivegram models only for texts of fewer letters than
+# this (Unicode letters; digits, punctuation and spaces left out); longer ones it scores by their
+# trigrams alone, as low-accuracy mode does.
+HIGH_ACCURACY_MAX_LETTERS = 120
 DEFAULT_LINGER_SECONDS = 30.0
 
 
@@ -146,6 +156,11 @@ def _resident_mb() -> float:
         return 0.0
 
 
+def scored_by_trigrams_alone(text: str) -> bool:
+    """Whether lingua's high-accuracy mode scores `text` by trigram models only (a long text)."""
+    return sum(ch.isalpha() for ch in text) >= HIGH_ACCURACY_MAX_LETTERS
+
+
 def iso_of(language: Any) -> str:
     """lingua Language → ISO 639-1 code in lower case."""
     return str(language.iso_code_639_1.name).lower()
@@ -180,6 +195,7 @@ class LinguaModels:
         *,
         ceiling: int = DEFAULT_CEILING,
         memory_mb: float | None = DEFAULT_MODEL_MEMORY_MB,
+        resident_mb: float | None = None,
         linger: float = DEFAULT_LINGER_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -187,6 +203,8 @@ class LinguaModels:
         self.budget = budget
         self.ceiling = ceiling  # never below the budget: see _evict
         self.memory_mb = memory_mb
+        # The process's resident MB a load must fit under (the detection process's target), or None.
+        self.resident_mb = resident_mb
         self.linger = linger
         self._clock = clock
         keep_large_allocations_out_of_the_heap()
@@ -197,8 +215,11 @@ class LinguaModels:
         self._uses: Counter[str] = Counter()
         self._sizes: dict[str, float] = {}  # language → MB the process grew by when it loaded
         self._timer: threading.Timer | None = None
+        self._trigrams_reload = False  # an unload took low-accuracy trigram models along
         self.loads = 0
         self.unloads = 0
+        self.trimmed = 0  # candidates left out for want of room
+        self.trigram_texts = 0  # high-accuracy calls lingua scored by trigrams alone
 
     def _build(self, codes: Iterable[str], *, low: bool = False) -> Any:
         from lingua import LanguageDetectorBuilder
@@ -213,42 +234,89 @@ class LinguaModels:
             if first:
                 self._low = self._build(self.low_languages, low=True)
             values = self._low.compute_language_confidence_values(text)
-            if first:  # the trigram models loaded on first use
+            # The trigram models loaded on first use, and those an unload took along load again.
+            if first or self._trigrams_reload:
+                self._trigrams_reload = False
                 release_freed_memory()
                 release_model_file_pages()
         return [(iso_of(v.language), float(v.value)) for v in values]
 
     def high_accuracy(self, text: str, codes: Iterable[str]) -> list[tuple[str, float]]:
-        """(code, confidence) over `codes` in high-accuracy mode, best first; stays within the budget."""
-        wanted = frozenset(codes)
-        if len(wanted) < 2:
+        """(code, confidence) over `codes` in high-accuracy mode, best first; stays within the budget.
+
+        `codes` best first: should the process have no room for all their models, the last of those
+        not loaded yet are left out (never below two languages).
+        """
+        ordered = list(dict.fromkeys(codes))
+        if len(ordered) < 2:
             raise ValueError("high-accuracy detection needs two languages or more")
         with self._lock:
-            # Room first: the ceiling holds while the new models load, not only once they have.
-            self._evict(keep=wanted)
-            detector = self._detectors.get(wanted)
-            if detector is None:
-                detector = self._detectors[wanted] = self._build(wanted)
-            incoming = wanted - self._resident.keys()
-            before = _resident_mb() if incoming else 0.0
-            values = detector.compute_language_confidence_values(text)
-            if incoming:  # lingua loads the models it lacks on first use
-                # Loading leaves freed blocks below the mmap threshold in the heap: give them back
-                # before measuring, so that sizes count the models only.
-                release_freed_memory()
-                release_model_file_pages()
-                grown = (_resident_mb() - before) / len(incoming)
-                for code in incoming:
-                    self._sizes[code] = max(self._sizes.get(code, 0.0), grown)
+            if scored_by_trigrams_alone(text):
+                # No model of lingua's high-accuracy mode is read: nothing to load, nothing to count.
+                values = self._detector(frozenset(ordered)).compute_language_confidence_values(text)
+                self.trigram_texts += 1
+                return [(iso_of(v.language), float(v.value)) for v in values]
+            # Room first: the ceiling and the memory hold while the new models load, not only once
+            # they have.
+            wanted = self._make_room(ordered)
+            for code in ordered:
+                if code in wanted and code not in self._resident:
+                    self._load(code)
+            values = self._detector(wanted).compute_language_confidence_values(text)
             now = self._clock()
             for code in sorted(wanted):
                 self._uses[code] += 1
-                if code not in self._resident:
-                    self.loads += 1
                 self._resident.pop(code, None)
                 self._resident[code] = now
             self._evict()
         return [(iso_of(v.language), float(v.value)) for v in values]
+
+    def _detector(self, codes: frozenset[str]) -> Any:
+        detector = self._detectors.get(codes)
+        if detector is None:
+            detector = self._detectors[codes] = self._build(codes)
+        return detector
+
+    def _load(self, code: str) -> None:
+        """Load one language's high-accuracy models and learn what they take (lock held).
+
+        One language at a time: the process then grows by one load's transient at most, on top of
+        the models, and each language's size is measured alone.
+        """
+        from lingua import LanguageDetectorBuilder
+
+        before = _resident_mb()
+        LanguageDetectorBuilder.from_languages(_languages()[code]).with_preloaded_language_models().build()
+        # Loading leaves freed blocks below the mmap threshold in the heap: give them back before
+        # measuring, so that sizes count the models only.
+        release_freed_memory()
+        release_model_file_pages()
+        self._sizes[code] = max(self._sizes.get(code, 0.0), _resident_mb() - before)
+        self.loads += 1
+
+    def _make_room(self, ordered: list[str]) -> frozenset[str]:
+        """Unload what a text's models need room for (lock held); the languages that fit, best first.
+
+        Past the ceiling or the cap on the models' MB, and, with a resident limit, until the
+        process's size now, the models still to load and one load's transient fit under it. When
+        they do not fit even with every rival gone, the last of the languages still to load are
+        left out.
+        """
+        wanted = frozenset(ordered)
+        self._evict(keep=wanted)
+        if self.resident_mb is None:
+            return wanted
+        while len(wanted) > 2:
+            incoming = wanted - self._resident.keys()
+            if not incoming or self._expected_peak(incoming) <= self.resident_mb - LOAD_MARGIN_MB:
+                break
+            dropped = next(c for c in reversed(ordered) if c in incoming)
+            wanted -= {dropped}
+            self.trimmed += 1
+        return wanted
+
+    def _expected_peak(self, incoming: Iterable[str]) -> float:
+        return _resident_mb() + sum(map(self._size, incoming)) + LOAD_TRANSIENT_MB
 
     def _evict(self, keep: frozenset[str] = frozenset()) -> None:
         """Unload past the ceiling or the memory now, past the budget what lingered long enough (lock held).
@@ -260,26 +328,39 @@ class LinguaModels:
         now = self._clock()
         # Least used first, least recent among equals: a store's own languages outlive rare rivals.
         order = {code: i for i, code in enumerate(self._resident)}
-        ranked = sorted((c for c in self._resident if c not in keep), key=lambda c: (self._uses[c], order[c]))
+        by_use = sorted(self._resident, key=lambda c: (self._uses[c], order[c]))
+        ranked = [c for c in by_use if c not in keep]
         count = len(self._resident) + len(incoming)
         memory = sum(map(self._size, [*self._resident, *incoming]))
+        # The process's size at the peak of the coming load, should nothing be unloaded before it.
+        limit = None if not incoming or self.resident_mb is None else self.resident_mb - LOAD_MARGIN_MB
+        peak = self._expected_peak(incoming) if limit is not None else 0.0
+        main = set(by_use[len(by_use) - self.budget :]) if self.budget > 0 else set()
         victims: list[str] = []
         for code in ranked:
             # The budget's languages may always stay; a load unloads only what it must, as the
-            # languages it brings count among the most used once it is done.
-            over = count > max(self.ceiling, self.budget) or (
-                self.memory_mb is not None and count > self.budget and memory > self.memory_mb
+            # languages it brings count among the most used once it is done. The resident limit
+            # never unloads the store's own languages (the budget's most used): a text that must
+            # load rivals beside them leaves its least likely candidates out instead.
+            over = (
+                count > max(self.ceiling, self.budget)
+                or (self.memory_mb is not None and count > self.budget and memory > self.memory_mb)
+                or (limit is not None and code not in main and peak > limit)
             )
             lingered = not keep and count > self.budget and now - self._resident[code] >= self.linger
             if over or lingered:
                 victims.append(code)
                 count -= 1
                 memory -= self._size(code)
+                peak -= self._size(code)
         for code in victims:
-            # A one-language detector never loads models, but unloading through it frees them.
+            # A one-language detector never loads models, but unloading through it frees them, all
+            # of them: lingua keeps one slot per language, so its trigram models go too and the
+            # low-accuracy stage loads them again when a text needs them (~1 MB, ~8 ms).
             self._build([code]).unload_language_models()
             del self._resident[code]
             self.unloads += 1
+            self._trigrams_reload = self._trigrams_reload or code in self.low_languages
         if victims:
             release_freed_memory()
         if len(self._resident) > self.budget:
