@@ -416,8 +416,7 @@ def test_plain_sentences_get_their_language(detector: ShortTextDetector, text: s
 # so that the decisions, not the machine, are what the test checks.
 ROOM_PROBE = """
 import json
-from pgrecall.detection.models import LOAD_MARGIN_MB, LOAD_TRANSIENT_MB, UNMEASURED_MODEL_MB, LinguaModels
-from pgrecall.detection.models import _resident_mb
+from pgrecall.detection.models import LOAD_MARGIN_MB, LinguaModels
 
 german, dutch = "Das ist ein kurzer Satz auf Deutsch.", "Dit is een korte zin in het Nederlands."
 french = "Ceci est une courte phrase en français."
@@ -428,14 +427,12 @@ models.high_accuracy(dutch, ["nl", "de"])
 out = {"before": models.resident()}
 # Room for French and Italian (not loaded yet) once Dutch, the least used rival, is gone, not before.
 sizes = models.sizes()
-models.resident_mb = (
-    _resident_mb() + 2 * UNMEASURED_MODEL_MB + LOAD_TRANSIENT_MB + LOAD_MARGIN_MB - sizes["nl"] / 2
-)
+models.resident_mb = models.load_peak_mb(["fr", "it"]) + LOAD_MARGIN_MB - sizes["nl"] / 2
 models.high_accuracy(french, ["fr", "it"])
 out["room"] = {"resident": models.resident(), "unloads": models.unloads, "trimmed": models.trimmed}
 # No room even with every rival gone: the store's own language stays and the text's least likely
 # candidate is left out; two remain.
-models.resident_mb = _resident_mb()
+models.resident_mb = models.load_peak_mb([])
 found = models.high_accuracy("Esta es una frase corta en español.", ["es", "pt", "ca"])
 out["none"] = {"resident": models.resident(), "trimmed": models.trimmed, "scored": [c for c, _ in found]}
 # A long text is scored by trigrams alone: no model loads, nothing counts as resident.

@@ -7,8 +7,11 @@ modes and keeps `budget` languages' high-accuracy models resident between bursts
 most often stay. A rival loaded for one text lingers `linger` seconds after its last use (at most
 `ceiling` languages in all, room made before a load), so a burst of writes whose texts meet the same
 rivals loads each of them once instead of loading and unloading two models per text; once the burst
-is over they are unloaded. glibc would keep lingua's loading buffers and the freed models in its heap,
-so large allocations are kept out of it and, after a load or an unload, it is asked to give memory
+is over they are unloaded. With a resident limit (the detection process's), a load first unloads
+lingering rivals until the process's size, the models to load and the buffers lingua fills while
+loading them (`load_peaks`) fit under it; a text's models load one language at a time, so those
+buffers are one language's. glibc would keep lingua's loading buffers and the freed models in its
+heap, so large allocations are kept out of it and, after a load or an unload, it is asked to give memory
 back; after a load, the pages of lingua's library that it read are dropped from the process too.
 
 All lingua calls go through one lock: an unload must never run while another thread computes.
@@ -27,6 +30,8 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
+from pgrecall.detection.load_peaks import LOAD_MB
+
 # High-accuracy models a process keeps between texts, rivals' linger over: a store's main language stays
 # loaded; a second would leave less room for the rivals of a burst (docs/languages.md, "Memory").
 DEFAULT_BUDGET = 1
@@ -39,13 +44,12 @@ DEFAULT_BUDGET = 1
 # "Memory").
 DEFAULT_CEILING = 8
 DEFAULT_MODEL_MEMORY_MB: float | None = None
-# A language whose models have not loaded yet counts as one of the largest.
-UNMEASURED_MODEL_MB = 27
-# While one language's high-accuracy models load, the process holds up to this much more than once
-# they have (lingua's decompression and parsing buffers: 17 MB for Latin, 29–31 MB for English or
-# German), and a resident limit keeps this margin below it besides for what the estimate misses (the
-# low-accuracy stage reloading trigram models, the text's own allocations).
-LOAD_TRANSIENT_MB = 32.0
+# A language whose models have not loaded here yet counts as load_peaks measured it; one it does not
+# know, as the largest there.
+UNMEASURED_MODEL_MB = max(size for size, _ in LOAD_MB.values())
+UNMEASURED_LOAD_PEAK_MB = max(peak for _, peak in LOAD_MB.values())
+# A resident limit keeps this far below it for what the estimate misses (the low-accuracy stage
+# reloading trigram models, the text's own allocations).
 LOAD_MARGIN_MB = 6.0
 # lingua's high-accuracy mode reads its uni- to fivegram models only for texts of fewer letters than
 # this (Unicode letters; digits, punctuation and spaces left out); longer ones it scores by their
@@ -285,11 +289,8 @@ class LinguaModels:
         grows by one load's transient at most on top of the models, and each size is measured alone.
         (A detector preloading one language's models takes 3–7 MB more than that.)
         """
-        anchor = next(reversed(self._resident), None)
-        steps = [[code] for code in incoming]
-        if anchor is None:  # nothing loaded yet: the first two load together
-            steps = [incoming[:2], *steps[2:]]
-            anchor = incoming[0]
+        steps = self._load_steps(incoming)
+        anchor = next(reversed(self._resident), steps[0][0])
         for step in steps:
             before = _resident_mb()
             self._build({anchor, *step}).compute_language_confidence_values(text)
@@ -323,8 +324,31 @@ class LinguaModels:
             self.trimmed += 1
         return wanted
 
+    def _load_steps(self, incoming: Iterable[str]) -> list[list[str]]:
+        """The order `_load` loads languages in: the largest peak first, the first two together if
+        nothing is loaded yet (a detector needs two languages)."""
+        ordered = sorted(incoming, key=lambda c: (-self._load_peak(c), c))
+        steps = [[code] for code in ordered]
+        if not self._resident and len(steps) > 1:
+            steps = [ordered[:2], *steps[2:]]
+        return steps
+
     def _expected_peak(self, incoming: Iterable[str]) -> float:
-        return _resident_mb() + sum(map(self._size, incoming)) + LOAD_TRANSIENT_MB
+        """The process's size at the peak of loading `incoming` now, one step after another."""
+        grown, peak = 0.0, 0.0
+        for step in self._load_steps(incoming):
+            peak = max(peak, grown + sum(map(self._load_peak, step)))
+            grown += sum(map(self._size, step))
+        return _resident_mb() + peak
+
+    def load_peak_mb(self, codes: Iterable[str]) -> float:
+        """What the process would hold at the peak of loading the high-accuracy models of `codes`
+        it lacks now (MiB; its size now if it lacks none)."""
+        with self._lock:
+            return self._expected_peak(set(codes) - self._resident.keys())
+
+    def _load_peak(self, code: str) -> float:
+        return LOAD_MB[code][1] if code in LOAD_MB else UNMEASURED_LOAD_PEAK_MB
 
     def _evict(self, keep: frozenset[str] = frozenset()) -> None:
         """Unload past the ceiling or the memory now, past the budget what lingered long enough (lock held).
@@ -375,7 +399,9 @@ class LinguaModels:
             self._schedule(min(self._resident.values()) + self.linger - now)
 
     def _size(self, code: str) -> float:
-        return self._sizes.get(code, UNMEASURED_MODEL_MB)
+        if code in self._sizes:
+            return self._sizes[code]
+        return LOAD_MB[code][0] if code in LOAD_MB else UNMEASURED_MODEL_MB
 
     def _schedule(self, delay: float) -> None:
         # One timer at a time: it evicts what lingered long enough, then re-arms while needed.
