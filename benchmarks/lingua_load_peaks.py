@@ -39,7 +39,7 @@ with open("/proc/self/clear_refs", "w") as refs:
 before = rss()
 if lazy:
     detector = LanguageDetectorBuilder.from_languages(by[code], anchor).build()
-    detector.compute_language_confidence_values("Note 3 on Winterreifen im Oktober and drag.")
+    detector.compute_language_confidence_values("Note 3 on Winterreifen im Oktober and drag.")  # LOAD_PROBE
 else:
     LanguageDetectorBuilder.from_languages(by[code]).with_preloaded_language_models().build()
 top = peak()

@@ -51,6 +51,11 @@ UNMEASURED_LOAD_PEAK_MB = max(peak for _, peak in LOAD_MB.values())
 # A resident limit keeps this far below it for what the estimate misses (the low-accuracy stage
 # reloading trigram models, the text's own allocations).
 LOAD_MARGIN_MB = 6.0
+# Languages whose detectors take a moment's 13-34 MB to build (the other Latin-script ones, < 1 MB).
+COSTLY_TO_BUILD = frozenset({"az", "cs", "hu"})
+# A short text in Latin script without a letter that narrows lingua's languages: loading a language's
+# models on it loads what any short text would (load_peaks measured that).
+LOAD_PROBE = "Note 3 on Winterreifen im Oktober and drag."
 # lingua's high-accuracy mode reads its uni- to fivegram models only for texts of fewer letters than
 # this (Unicode letters; digits, punctuation and spaces left out); longer ones it scores by their
 # trigrams alone, as low-accuracy mode does.
@@ -282,32 +287,41 @@ class LinguaModels:
         return detector
 
     def _load(self, text: str, incoming: list[str]) -> None:
-        """Load the high-accuracy models `text` needs of `incoming`, one language at a time (lock held).
+        """Load the high-accuracy models of `incoming`, one language at a time (lock held).
 
-        Each through a detector of it and a language already loaded, on the text itself, so that
-        lingua loads what it reads for that text, as the text's own detector would: the process then
-        grows by one load's transient at most on top of the models, and each size is measured alone.
-        (A detector preloading one language's models takes 3–7 MB more than that.)
+        One at a time, the process grows by one load's buffers at most on top of the models, and each
+        size is measured alone. Each loads through a detector of it and a language already loaded, as
+        a short text loads them (a detector preloading one language's models takes 3-7 MB more):
+        Latin-script languages on `LOAD_PROBE`, which no rule of lingua's narrows to fewer
+        languages (a text's accented letters may, and its detector would load, later, what it
+        left out here); the others, on the text, in their script.
         """
-        steps = self._load_steps(incoming)
-        anchor = next(reversed(self._resident), steps[0][0])
-        for step in steps:
+        from lingua import LanguageDetectorBuilder
+
+        latin = latin_codes()
+        loaded = list(self._resident)
+        for code in self._load_order(incoming):
+            kind = code in latin
+            anchor = next((c for c in reversed(loaded) if (c in latin) == kind), None)
             before = _resident_mb()
-            self._build({anchor, *step}).compute_language_confidence_values(text)
+            if anchor is None:
+                builder = LanguageDetectorBuilder.from_languages(_languages()[code])
+                builder.with_preloaded_language_models().build()
+            else:
+                self._build([anchor, code]).compute_language_confidence_values(LOAD_PROBE if kind else text)
             # Loading leaves freed blocks below the mmap threshold in the heap: give them back before
             # measuring, so that sizes count the models only.
             release_freed_memory()
             release_model_file_pages()
-            grown = (_resident_mb() - before) / len(step)
-            for code in step:
-                self._sizes[code] = max(self._sizes.get(code, 0.0), grown)
-            self.loads += len(step)
+            self._sizes[code] = max(self._sizes.get(code, 0.0), _resident_mb() - before)
+            self.loads += 1
+            loaded.append(code)
 
     def _make_room(self, ordered: list[str]) -> frozenset[str]:
         """Unload what a text's models need room for (lock held); the languages that fit, best first.
 
         Past the ceiling or the cap on the models' MB, and, with a resident limit, until the
-        process's size now, the models still to load and one load's transient fit under it. When
+        process's size now, the models still to load and their load's peak fit under it. When
         they do not fit even with every rival gone, the last of the languages still to load are
         left out.
         """
@@ -324,21 +338,16 @@ class LinguaModels:
             self.trimmed += 1
         return wanted
 
-    def _load_steps(self, incoming: Iterable[str]) -> list[list[str]]:
-        """The order `_load` loads languages in: the largest peak first, the first two together if
-        nothing is loaded yet (a detector needs two languages)."""
-        ordered = sorted(incoming, key=lambda c: (-self._load_peak(c), c))
-        steps = [[code] for code in ordered]
-        if not self._resident and len(steps) > 1:
-            steps = [ordered[:2], *steps[2:]]
-        return steps
+    def _load_order(self, incoming: Iterable[str]) -> list[str]:
+        """The order `_load` loads languages in: the largest peak first."""
+        return sorted(incoming, key=lambda c: (-self._load_peak(c), c))
 
     def _expected_peak(self, incoming: Iterable[str]) -> float:
-        """The process's size at the peak of loading `incoming` now, one step after another."""
+        """The process's size at the peak of loading `incoming` now, one language after another."""
         grown, peak = 0.0, 0.0
-        for step in self._load_steps(incoming):
-            peak = max(peak, grown + sum(map(self._load_peak, step)))
-            grown += sum(map(self._size, step))
+        for code in self._load_order(incoming):
+            peak = max(peak, grown + self._load_peak(code))
+            grown += self._size(code)
         return _resident_mb() + peak
 
     def load_peak_mb(self, codes: Iterable[str]) -> float:
@@ -385,7 +394,9 @@ class LinguaModels:
                 count -= 1
                 memory -= self._size(code)
                 peak -= self._size(code)
-        for code in victims:
+        # Building a detector of Azerbaijani, Czech or Hungarian fills 13-34 MB of their slot for a
+        # moment: those go last, once the others have given their memory back.
+        for code in sorted(victims, key=lambda c: c in COSTLY_TO_BUILD):
             # A one-language detector never loads models, but unloading through it frees them, all
             # of them: lingua keeps one slot per language, so its trigram models go too and the
             # low-accuracy stage loads them again when a text needs them (~1 MB, ~8 ms).
@@ -393,7 +404,6 @@ class LinguaModels:
             del self._resident[code]
             self.unloads += 1
             self._trigrams_reload = self._trigrams_reload or code in self.low_languages
-        if victims:
             release_freed_memory()
         if len(self._resident) > self.budget:
             self._schedule(min(self._resident.values()) + self.linger - now)
