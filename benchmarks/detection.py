@@ -47,6 +47,8 @@ if kind == "baseline":
     det.detect("Loading every model before the clock stops: this sentence is long enough.")
 else:
     from pgrecall.detection.short_text import ShortTextDetector
+    from pgrecall.worker.detection import limit_resident_memory
+    limit_resident_memory()  # as the detection process starts
     det = ShortTextDetector(ISO_TO_CONFIG)
 detect = det.detect
 loaded = det.loaded_languages
@@ -56,16 +58,18 @@ for text in texts:
     detect(text)
 total_s = time.perf_counter() - started
 rss_mb, during = proc.memory_info().rss / 1e6, loaded()
+trimmed = 0
 if kind != "baseline":
     # What the burst's lingering rivals leave once their 30 s are over (the timer's work, now).
     from pgrecall.detection.short_text import lingua_models
+    trimmed = lingua_models().trimmed  # candidates left out for want of room
     lingua_models().set_budget(lingua_models().budget, linger=0.0)
 after_mb = proc.memory_info().rss / 1e6
 # VmHWM: this interpreter's own peak (ru_maxrss would start from its parent's, all models loaded).
 with open("/proc/self/status") as status:
     peak_mb = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:")) * 1024 / 1e6
 print(json.dumps({"rss_mb": rss_mb, "peak_rss_mb": peak_mb, "loaded_during": during,
-                  "rss_after_linger_mb": after_mb,
+                  "rss_after_linger_mb": after_mb, "trimmed": trimmed,
                   "load_s": load_s, "ms_per_text": 1000 * total_s / max(len(texts), 1), "loaded": loaded()}))
 """
 

@@ -12,7 +12,7 @@ notes whose texts name eight rival languages in turn (the unit test's scenario),
 first round has loaded them: what a cap too small for a store's rivals costs every write.
 
 Run: python benchmarks/detection_churn.py [--detector compact|full] [--linger 30] [--ceiling 8] [--memory 110]
-     [--texts 300] [--scenario notes|rivals]
+     [--resident 238] [--texts 300] [--scenario notes|rivals]
 """
 
 from __future__ import annotations
@@ -30,19 +30,20 @@ from load import note_text, queries
 # low-accuracy models and its own; the first round of the rivals) are not the burst's cost.
 BURST = r"""
 import json, os, resource, sys, time
-import pgrecall.worker.detection
+from pgrecall.worker.detection import RESIDENT_LIMIT_MB, limit_resident_memory
 from pgrecall.detection.detectors import make_detector
 from pgrecall.detection.models import LinguaModels
 from pgrecall.detection.short_text import STEMMABLE, lingua_models
 
 args, texts = json.loads(sys.argv[1]), json.loads(sys.stdin.read())
 if args["scenario"] == "rivals":
-    models = LinguaModels(["en", "de", "la", "it", "fi", "nl", "lt", "sv"])
+    models = LinguaModels(["en", "de", "la", "it", "fi", "nl", "lt", "sv"], resident_mb=RESIDENT_LIMIT_MB)
     rivals = ["de", "la", "it", "fi", "nl", "lt", "sv"]
     pairs = list(zip(rivals, rivals[1:] + rivals[:1]))
     detect = lambda i, text: models.high_accuracy(text, ["en", *pairs[i % len(pairs)]])
     warmup = len(pairs)
 else:
+    limit_resident_memory()  # as the detection process starts
     models = lingua_models()
     detector = make_detector(args["detector"], STEMMABLE)
     detect = lambda i, text: detector.detect(text)
@@ -52,9 +53,12 @@ if args["ceiling"] is not None:
     models.ceiling = args["ceiling"]
 if args["memory"] is not None:
     models.memory_mb = args["memory"]
+if args["resident"] is not None:
+    models.resident_mb = args["resident"] or None
 for i, text in enumerate(texts[:warmup]):
     detect(i, text)
-loads, started, wall = models.loads, time.process_time(), time.perf_counter()
+loads, trimmed, trigram_texts = models.loads, models.trimmed, models.trigram_texts
+started, wall = time.process_time(), time.perf_counter()
 for i, text in enumerate(texts[warmup:], warmup):
     detect(i, text)
 cpu_ms = (time.process_time() - started) / (len(texts) - warmup) * 1000
@@ -67,7 +71,9 @@ models.set_budget(models.budget, linger=0.0)  # what the linger timer does once 
 peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({
     "cpu_ms": cpu_ms, "wall_ms": wall_ms, "loads": models.loads - loads, "resident": resident,
-    "ceiling": max(models.ceiling, models.budget), "memory": models.memory_mb, "peak_mb": peak_mb,
+    "trimmed": models.trimmed - trimmed, "trigram_texts": models.trigram_texts - trigram_texts,
+    "ceiling": max(models.ceiling, models.budget), "memory": models.memory_mb,
+    "resident_limit": models.resident_mb, "peak_mb": peak_mb,
     "end_mb": end_mb, "after_linger_mb": rss_mb(), "sizes": models.sizes(),
 }))
 """
@@ -87,6 +93,12 @@ def main() -> None:
     parser.add_argument(
         "--memory", type=float, default=None, help="MB the resident models may take (default: pgrecall's)"
     )
+    parser.add_argument(
+        "--resident",
+        type=float,
+        default=None,
+        help="MiB the process stays under while models load, 0: no limit (default: the detection process's)",
+    )
     parser.add_argument("--texts", type=int, default=300)
     parser.add_argument(
         "--scenario",
@@ -102,7 +114,7 @@ def main() -> None:
     else:
         texts = [note_text(rng.choice(pool), 1, i) for i in range(args.texts)]
     settings = {"detector": args.detector, "linger": args.linger, "ceiling": args.ceiling}
-    settings |= {"memory": args.memory, "scenario": args.scenario}
+    settings |= {"memory": args.memory, "resident": args.resident, "scenario": args.scenario}
     out = subprocess.run(
         [sys.executable, "-c", BURST, json.dumps(settings)],
         input=json.dumps(texts),
@@ -112,10 +124,14 @@ def main() -> None:
     ).stdout
     r = json.loads(out.strip().splitlines()[-1])
     cap = "no cap in MB" if r["memory"] is None else f"models {r['memory']:g} MB"
+    cap += (
+        ", no resident limit" if r["resident_limit"] is None else f", resident ≤ {r['resident_limit']:.0f} MB"
+    )
     what = "rivals" if args.scenario == "rivals" else args.detector
     print(
         f"{what}, ceiling {r['ceiling']}, {cap}: {r['cpu_ms']:.1f} ms CPU ({r['wall_ms']:.1f} ms wall) "
-        f"a text, {r['loads']} model loads, resident {' '.join(r['resident']) or '-'}; RSS peak "
+        f"a text, {r['loads']} model loads, {r['trimmed']} candidates left out, {r['trigram_texts']} "
+        f"texts by trigrams alone, resident {' '.join(r['resident']) or '-'}; RSS peak "
         f"{r['peak_mb']:.0f} MB, at the end {r['end_mb']:.0f} MB, "
         f"after the linger {r['after_linger_mb']:.0f} MB"
     )

@@ -409,3 +409,50 @@ PLAIN_SENTENCES = [
 @pytest.mark.parametrize(("text", "lang"), PLAIN_SENTENCES)
 def test_plain_sentences_get_their_language(detector: ShortTextDetector, text: str, lang: str) -> None:
     assert detector.detect(text).iso == lang
+
+
+# A fresh interpreter: lingua's models are process-wide, so the sizes learned and the process's size
+# are this scenario's alone. The limits are set from the process's own size and the sizes it learned,
+# so that the decisions, not the machine, are what the test checks.
+ROOM_PROBE = """
+import json
+from pgrecall.detection.models import LOAD_MARGIN_MB, LinguaModels
+
+german, dutch = "Das ist ein kurzer Satz auf Deutsch.", "Dit is een korte zin in het Nederlands."
+french = "Ceci est une courte phrase en français."
+models = LinguaModels(["en", "de"], budget=1, linger=30.0, clock=lambda: 0.0)
+for _ in range(3):
+    models.high_accuracy(german, ["de", "en"])
+models.high_accuracy(dutch, ["nl", "de"])
+out = {"before": models.resident()}
+# Room for French and Italian (not loaded yet) once Dutch, the least used rival, is gone, not before.
+sizes = models.sizes()
+models.resident_mb = models.load_peak_mb(["fr", "it"]) + LOAD_MARGIN_MB - sizes["nl"] / 2
+models.high_accuracy(french, ["fr", "it"])
+out["room"] = {"resident": models.resident(), "unloads": models.unloads, "trimmed": models.trimmed}
+# No room even with every rival gone: the store's own language stays and the text's least likely
+# candidate is left out; two remain.
+models.resident_mb = models.load_peak_mb([])
+found = models.high_accuracy("Esta es una frase corta en español.", ["es", "pt", "ca"])
+out["none"] = {"resident": models.resident(), "trimmed": models.trimmed, "scored": [c for c, _ in found]}
+# A long text is scored by trigrams alone: no model loads, nothing counts as resident.
+loads = models.loads
+models.high_accuracy(german * 5, ["de", "nl", "da"])  # 145 letters
+out["long"] = {"loads": models.loads - loads, "resident": models.resident(), "trigrams": models.trigram_texts}
+print(json.dumps(out))
+"""
+
+
+def test_a_load_makes_room_by_memory_under_the_resident_limit() -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", ROOM_PROBE], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    seen = json.loads(out.strip().splitlines()[-1])
+    assert seen["before"] == ["de", "en", "nl"]
+    # Dutch went (used once), English stayed (three uses), German is the store's main language.
+    assert seen["room"] == {"resident": ["de", "en", "fr", "it"], "unloads": 1, "trimmed": 0}
+    assert seen["none"]["resident"] == ["de", "es", "pt"]
+    assert seen["none"]["trimmed"] == 1
+    assert sorted(seen["none"]["scored"]) == ["es", "pt"]
+    assert seen["long"] == {"loads": 0, "resident": ["de", "es", "pt"], "trigrams": 1}

@@ -7,8 +7,11 @@ modes and keeps `budget` languages' high-accuracy models resident between bursts
 most often stay. A rival loaded for one text lingers `linger` seconds after its last use (at most
 `ceiling` languages in all, room made before a load), so a burst of writes whose texts meet the same
 rivals loads each of them once instead of loading and unloading two models per text; once the burst
-is over they are unloaded. glibc would keep lingua's loading buffers and the freed models in its heap,
-so large allocations are kept out of it and, after a load or an unload, it is asked to give memory
+is over they are unloaded. With a resident limit (the detection process's), a load first unloads
+lingering rivals until the process's size, the models to load and the buffers lingua fills while
+loading them (`load_peaks`) fit under it; a text's models load one language at a time, so those
+buffers are one language's. glibc would keep lingua's loading buffers and the freed models in its
+heap, so large allocations are kept out of it and, after a load or an unload, it is asked to give memory
 back; after a load, the pages of lingua's library that it read are dropped from the process too.
 
 All lingua calls go through one lock: an unload must never run while another thread computes.
@@ -27,6 +30,8 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
+from pgrecall.detection.load_peaks import LOAD_MB
+
 # High-accuracy models a process keeps between texts, rivals' linger over: a store's main language stays
 # loaded; a second would leave less room for the rivals of a burst (docs/languages.md, "Memory").
 DEFAULT_BUDGET = 1
@@ -39,8 +44,22 @@ DEFAULT_BUDGET = 1
 # "Memory").
 DEFAULT_CEILING = 8
 DEFAULT_MODEL_MEMORY_MB: float | None = None
-# A language whose models have not loaded yet counts as one of the largest.
-UNMEASURED_MODEL_MB = 24
+# A language whose models have not loaded here yet counts as load_peaks measured it; one it does not
+# know, as the largest there.
+UNMEASURED_MODEL_MB = max(size for size, _ in LOAD_MB.values())
+UNMEASURED_LOAD_PEAK_MB = max(peak for _, peak in LOAD_MB.values())
+# A resident limit keeps this far below it for what the estimate misses (the low-accuracy stage
+# reloading trigram models, the text's own allocations).
+LOAD_MARGIN_MB = 6.0
+# Languages whose detectors take a moment's 13-34 MB to build (the other Latin-script ones, < 1 MB).
+COSTLY_TO_BUILD = frozenset({"az", "cs", "hu"})
+# A short text in Latin script without a letter that narrows lingua's languages: loading a language's
+# models on it loads what any short text would (load_peaks measured that).
+LOAD_PROBE = "Note 3 on Winterreifen im Oktober and drag."
+# lingua's high-accuracy mode reads its uni- to fivegram models only for texts of fewer letters than
+# this (Unicode letters; digits, punctuation and spaces left out); longer ones it scores by their
+# trigrams alone, as low-accuracy mode does.
+HIGH_ACCURACY_MAX_LETTERS = 120
 DEFAULT_LINGER_SECONDS = 30.0
 
 
@@ -146,6 +165,11 @@ def _resident_mb() -> float:
         return 0.0
 
 
+def scored_by_trigrams_alone(text: str) -> bool:
+    """Whether lingua's high-accuracy mode scores `text` by trigram models only (a long text)."""
+    return sum(ch.isalpha() for ch in text) >= HIGH_ACCURACY_MAX_LETTERS
+
+
 def iso_of(language: Any) -> str:
     """lingua Language → ISO 639-1 code in lower case."""
     return str(language.iso_code_639_1.name).lower()
@@ -180,6 +204,7 @@ class LinguaModels:
         *,
         ceiling: int = DEFAULT_CEILING,
         memory_mb: float | None = DEFAULT_MODEL_MEMORY_MB,
+        resident_mb: float | None = None,
         linger: float = DEFAULT_LINGER_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -187,6 +212,8 @@ class LinguaModels:
         self.budget = budget
         self.ceiling = ceiling  # never below the budget: see _evict
         self.memory_mb = memory_mb
+        # The process's resident MB a load must fit under (the detection process's target), or None.
+        self.resident_mb = resident_mb
         self.linger = linger
         self._clock = clock
         keep_large_allocations_out_of_the_heap()
@@ -197,8 +224,11 @@ class LinguaModels:
         self._uses: Counter[str] = Counter()
         self._sizes: dict[str, float] = {}  # language → MB the process grew by when it loaded
         self._timer: threading.Timer | None = None
+        self._trigrams_reload = False  # an unload took low-accuracy trigram models along
         self.loads = 0
         self.unloads = 0
+        self.trimmed = 0  # candidates left out for want of room
+        self.trigram_texts = 0  # high-accuracy calls lingua scored by trigrams alone
 
     def _build(self, codes: Iterable[str], *, low: bool = False) -> Any:
         from lingua import LanguageDetectorBuilder
@@ -213,42 +243,121 @@ class LinguaModels:
             if first:
                 self._low = self._build(self.low_languages, low=True)
             values = self._low.compute_language_confidence_values(text)
-            if first:  # the trigram models loaded on first use
+            # The trigram models loaded on first use, and those an unload took along load again.
+            if first or self._trigrams_reload:
+                self._trigrams_reload = False
                 release_freed_memory()
                 release_model_file_pages()
         return [(iso_of(v.language), float(v.value)) for v in values]
 
     def high_accuracy(self, text: str, codes: Iterable[str]) -> list[tuple[str, float]]:
-        """(code, confidence) over `codes` in high-accuracy mode, best first; stays within the budget."""
-        wanted = frozenset(codes)
-        if len(wanted) < 2:
+        """(code, confidence) over `codes` in high-accuracy mode, best first; stays within the budget.
+
+        `codes` best first: should the process have no room for all their models, the last of those
+        not loaded yet are left out (never below two languages).
+        """
+        ordered = list(dict.fromkeys(codes))
+        if len(ordered) < 2:
             raise ValueError("high-accuracy detection needs two languages or more")
         with self._lock:
-            # Room first: the ceiling holds while the new models load, not only once they have.
-            self._evict(keep=wanted)
-            detector = self._detectors.get(wanted)
-            if detector is None:
-                detector = self._detectors[wanted] = self._build(wanted)
-            incoming = wanted - self._resident.keys()
-            before = _resident_mb() if incoming else 0.0
-            values = detector.compute_language_confidence_values(text)
-            if incoming:  # lingua loads the models it lacks on first use
-                # Loading leaves freed blocks below the mmap threshold in the heap: give them back
-                # before measuring, so that sizes count the models only.
-                release_freed_memory()
-                release_model_file_pages()
-                grown = (_resident_mb() - before) / len(incoming)
-                for code in incoming:
-                    self._sizes[code] = max(self._sizes.get(code, 0.0), grown)
+            if scored_by_trigrams_alone(text):
+                # No model of lingua's high-accuracy mode is read: nothing to load, nothing to count.
+                values = self._detector(frozenset(ordered)).compute_language_confidence_values(text)
+                self.trigram_texts += 1
+                return [(iso_of(v.language), float(v.value)) for v in values]
+            # Room first: the ceiling and the memory hold while the new models load, not only once
+            # they have.
+            wanted = self._make_room(ordered)
+            incoming = [code for code in ordered if code in wanted and code not in self._resident]
+            if incoming:
+                self._load(text, incoming)
+            values = self._detector(wanted).compute_language_confidence_values(text)
             now = self._clock()
             for code in sorted(wanted):
                 self._uses[code] += 1
-                if code not in self._resident:
-                    self.loads += 1
                 self._resident.pop(code, None)
                 self._resident[code] = now
             self._evict()
         return [(iso_of(v.language), float(v.value)) for v in values]
+
+    def _detector(self, codes: frozenset[str]) -> Any:
+        detector = self._detectors.get(codes)
+        if detector is None:
+            detector = self._detectors[codes] = self._build(codes)
+        return detector
+
+    def _load(self, text: str, incoming: list[str]) -> None:
+        """Load the high-accuracy models of `incoming`, one language at a time (lock held).
+
+        One at a time, the process grows by one load's buffers at most on top of the models, and each
+        size is measured alone. Each loads through a detector of it and a language already loaded, as
+        a short text loads them (a detector preloading one language's models takes 3-7 MB more):
+        Latin-script languages on `LOAD_PROBE`, which no rule of lingua's narrows to fewer
+        languages (a text's accented letters may, and its detector would load, later, what it
+        left out here); the others, on the text, in their script.
+        """
+        from lingua import LanguageDetectorBuilder
+
+        latin = latin_codes()
+        loaded = list(self._resident)
+        for code in self._load_order(incoming):
+            kind = code in latin
+            anchor = next((c for c in reversed(loaded) if (c in latin) == kind), None)
+            before = _resident_mb()
+            if anchor is None:
+                builder = LanguageDetectorBuilder.from_languages(_languages()[code])
+                builder.with_preloaded_language_models().build()
+            else:
+                self._build([anchor, code]).compute_language_confidence_values(LOAD_PROBE if kind else text)
+            # Loading leaves freed blocks below the mmap threshold in the heap: give them back before
+            # measuring, so that sizes count the models only.
+            release_freed_memory()
+            release_model_file_pages()
+            self._sizes[code] = max(self._sizes.get(code, 0.0), _resident_mb() - before)
+            self.loads += 1
+            loaded.append(code)
+
+    def _make_room(self, ordered: list[str]) -> frozenset[str]:
+        """Unload what a text's models need room for (lock held); the languages that fit, best first.
+
+        Past the ceiling or the cap on the models' MB, and, with a resident limit, until the
+        process's size now, the models still to load and their load's peak fit under it. When
+        they do not fit even with every rival gone, the last of the languages still to load are
+        left out.
+        """
+        wanted = frozenset(ordered)
+        self._evict(keep=wanted)
+        if self.resident_mb is None:
+            return wanted
+        while len(wanted) > 2:
+            incoming = wanted - self._resident.keys()
+            if not incoming or self._expected_peak(incoming) <= self.resident_mb - LOAD_MARGIN_MB:
+                break
+            dropped = next(c for c in reversed(ordered) if c in incoming)
+            wanted -= {dropped}
+            self.trimmed += 1
+        return wanted
+
+    def _load_order(self, incoming: Iterable[str]) -> list[str]:
+        """The order `_load` loads languages in: the largest peak first."""
+        return sorted(incoming, key=lambda c: (-self._load_peak(c), c))
+
+    def _expected_peak(self, incoming: Iterable[str]) -> float:
+        """The process's size at the peak of loading `incoming` now, one language after another."""
+        grown, peak = 0.0, 0.0
+        for code in self._load_order(incoming):
+            peak = max(peak, grown + self._load_peak(code))
+            grown += self._size(code)
+        return _resident_mb() + peak
+
+    def load_peak_mb(self, codes: Iterable[str]) -> float:
+        """What the process would hold at the peak of loading the high-accuracy models of `codes`
+        it lacks now (MiB; its size now if it lacks none)."""
+        with self._lock:
+            return self._expected_peak(set(codes) - self._resident.keys())
+
+    def _load_peak(self, code: str) -> float:
+        return LOAD_MB[code][1] if code in LOAD_MB else UNMEASURED_LOAD_PEAK_MB
 
     def _evict(self, keep: frozenset[str] = frozenset()) -> None:
         """Unload past the ceiling or the memory now, past the budget what lingered long enough (lock held).
@@ -260,33 +369,49 @@ class LinguaModels:
         now = self._clock()
         # Least used first, least recent among equals: a store's own languages outlive rare rivals.
         order = {code: i for i, code in enumerate(self._resident)}
-        ranked = sorted((c for c in self._resident if c not in keep), key=lambda c: (self._uses[c], order[c]))
+        by_use = sorted(self._resident, key=lambda c: (self._uses[c], order[c]))
+        ranked = [c for c in by_use if c not in keep]
         count = len(self._resident) + len(incoming)
         memory = sum(map(self._size, [*self._resident, *incoming]))
+        # The process's size at the peak of the coming load, should nothing be unloaded before it.
+        limit = None if not incoming or self.resident_mb is None else self.resident_mb - LOAD_MARGIN_MB
+        peak = self._expected_peak(incoming) if limit is not None else 0.0
+        main = set(by_use[len(by_use) - self.budget :]) if self.budget > 0 else set()
         victims: list[str] = []
         for code in ranked:
             # The budget's languages may always stay; a load unloads only what it must, as the
-            # languages it brings count among the most used once it is done.
-            over = count > max(self.ceiling, self.budget) or (
-                self.memory_mb is not None and count > self.budget and memory > self.memory_mb
+            # languages it brings count among the most used once it is done. The resident limit
+            # never unloads the store's own languages (the budget's most used): a text that must
+            # load rivals beside them leaves its least likely candidates out instead.
+            over = (
+                count > max(self.ceiling, self.budget)
+                or (self.memory_mb is not None and count > self.budget and memory > self.memory_mb)
+                or (limit is not None and code not in main and peak > limit)
             )
             lingered = not keep and count > self.budget and now - self._resident[code] >= self.linger
             if over or lingered:
                 victims.append(code)
                 count -= 1
                 memory -= self._size(code)
-        for code in victims:
-            # A one-language detector never loads models, but unloading through it frees them.
+                peak -= self._size(code)
+        # Building a detector of Azerbaijani, Czech or Hungarian fills 13-34 MB of their slot for a
+        # moment: those go last, once the others have given their memory back.
+        for code in sorted(victims, key=lambda c: c in COSTLY_TO_BUILD):
+            # A one-language detector never loads models, but unloading through it frees them, all
+            # of them: lingua keeps one slot per language, so its trigram models go too and the
+            # low-accuracy stage loads them again when a text needs them (~1 MB, ~8 ms).
             self._build([code]).unload_language_models()
             del self._resident[code]
             self.unloads += 1
-        if victims:
+            self._trigrams_reload = self._trigrams_reload or code in self.low_languages
             release_freed_memory()
         if len(self._resident) > self.budget:
             self._schedule(min(self._resident.values()) + self.linger - now)
 
     def _size(self, code: str) -> float:
-        return self._sizes.get(code, UNMEASURED_MODEL_MB)
+        if code in self._sizes:
+            return self._sizes[code]
+        return LOAD_MB[code][0] if code in LOAD_MB else UNMEASURED_MODEL_MB
 
     def _schedule(self, delay: float) -> None:
         # One timer at a time: it evicts what lingered long enough, then re-arms while needed.

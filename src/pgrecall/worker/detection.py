@@ -28,6 +28,22 @@ log = logging.getLogger(__name__)
 
 # In the detection process: one detector per (kind, codes, thresholds), built on first use.
 _detectors: dict[tuple[str, tuple[str, ...], Thresholds], Any] = {}
+# What the detection process may hold resident at any time, in MiB as the models count it: 250 MB of
+# 10^6 bytes (docs/languages.md, "Memory"). A load makes room for itself under it.
+RESIDENT_LIMIT_MB = 250e6 / 2**20
+
+
+def limit_resident_memory() -> None:
+    """In the detection process: loads of the compact detector's models make room under the limit."""
+    from pgrecall.detection.short_text import lingua_models
+
+    lingua_models().resident_mb = RESIDENT_LIMIT_MB
+
+
+def _start(parent: int) -> None:
+    """In the detection process: its resident limit, and an exit once the worker is gone."""
+    limit_resident_memory()
+    _watch_parent(parent)
 
 
 def _watch_parent(parent: int) -> None:
@@ -84,7 +100,7 @@ class DetectPool:
                 if self._pool is None:
                     # spawn: a fork of the threaded worker could copy a lock some thread holds.
                     context = multiprocessing.get_context("spawn")
-                    self._pool = ProcessPoolExecutor(1, context, _watch_parent, (os.getpid(),))
+                    self._pool = ProcessPoolExecutor(1, context, _start, (os.getpid(),))
                 pool = self._pool
                 try:
                     future = pool.submit(_detect, kind, codes, thresholds, texts)
