@@ -21,7 +21,7 @@ ONE = r"""
 import ctypes, json, sys
 from lingua import Language, LanguageDetectorBuilder
 libc = ctypes.CDLL("libc.so.6")
-libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD, as pgrecall.detection.models fixes it
+libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD, as pgrecall.detection.process_memory fixes it
 def rss():
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * 4096 / 2**20
