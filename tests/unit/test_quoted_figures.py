@@ -55,6 +55,18 @@ def test_the_documents_eval_tables_are_the_json(marker: str, json_name: str) -> 
         assert float(whole_doc) == results["whole"][system]["document"]["nDCG@10"], row
 
 
+def test_the_chunk_size_table_is_the_json() -> None:
+    table = _table_after("benchmarks-documents.md", "| chunk_chars | chunks | hybrid, document |")
+    for size in ("600", "1200", "2000"):
+        run = _json(f"documents-eval-debian-manuals-{size}.json")
+        chunked = run["results"]["chunked"]
+        chunks, doc, *passages = table[size]
+        assert int(chunks) == run["stored_units"]["chunked"], size
+        assert float(doc) == chunked["hybrid"]["document"]["nDCG@10"], size
+        systems = ("hybrid", "vector", "lexical", "hybrid_rrf", "bm25s")
+        assert [float(cell) for cell in passages] == [chunked[s]["passage"]["nDCG@10"] for s in systems]
+
+
 def test_the_whole_collection_lexical_table_is_the_json() -> None:
     table = _table_after("benchmarks-documents.md", "| collection (all documents, all queries) |")
     for run in _json("documents-eval-lexical-full.json")["collections"]:
