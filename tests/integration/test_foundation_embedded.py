@@ -158,6 +158,29 @@ def test_root_never_loosens_a_private_parent(pg_home: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the permission rule concerns root")
+def test_as_root_the_server_runs_in_its_own_group_only(pg_home: Path) -> None:
+    import pwd
+
+    # Others may pass, root's group may not: only a server outside root's group gets through.
+    parent = pg_home / f"others-only-{time.monotonic_ns()}"
+    parent.mkdir()
+    parent.chmod(0o701)
+    home = parent / "home"
+    try:
+        started = _cli(home, "db", "start")
+        assert started.returncode == 0, started.stderr
+        postmaster = psutil.Process(int((home / "pgdata" / "postmaster.pid").read_text().split()[0]))
+        server = pwd.getpwnam("pgrecall")
+        assert set(postmaster.uids()) == {server.pw_uid}
+        assert set(postmaster.gids()) == {server.pw_gid}
+        status = Path(f"/proc/{postmaster.pid}/status").read_text()
+        groups = next(line for line in status.splitlines() if line.startswith("Groups:"))
+        assert groups.split()[1:] == [], groups
+    finally:
+        EmbeddedServer(home).stop()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the permission rule concerns root")
 def test_root_mode_untouched_by_a_full_lifecycle(home: Path) -> None:
     before = stat.S_IMODE(Path("/root").stat().st_mode)
     assert _cli(home, "migrate", "upgrade").returncode == 0

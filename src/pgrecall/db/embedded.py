@@ -19,6 +19,7 @@ import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import psycopg
@@ -165,10 +166,18 @@ class EmbeddedServer:
 
     def _run(self, tool: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         cmd = [str(self._bin_dir() / tool), *args]
-        user = SERVER_USER if _is_root() else None
+        identity: dict[str, Any] = {}
+        if _is_root():
+            import pwd
+
+            # The server user's own group and no other: `user` alone keeps root's group, which
+            # would let the server read what group root may read, and makes a parent that lets
+            # others (not its group) through refuse it.
+            gid = pwd.getpwnam(SERVER_USER).pw_gid
+            identity = {"user": SERVER_USER, "group": gid, "extra_groups": []}
         return subprocess.run(
             cmd,
-            user=user,
+            **identity,
             capture_output=True,
             text=True,
             timeout=timeout,
