@@ -1,16 +1,22 @@
 """Build the debian-manuals collection: two Debian manuals in five languages, one language a page.
 
-    python benchmarks/collections/debian_manuals.py [--extracted DIR] [--out DIR]
+    python benchmarks/collections/debian_manuals.py [--extracted DIR] [--out DIR] [--questions SET]
 
 Downloads (Debian 12 "bookworm", main) debian-handbook 11.20220922 and debian-reference-en, -de,
 -fr, -es, -ja 2.100 with `apt-get download`, unpacks them with `dpkg-deb -x` (or reads them unpacked
 as DIR/<package>/ with --extracted) and writes benchmarks/collections/debian-manuals/. See the
 README there for what is kept and why.
+
+--questions headings (the default) writes the documents and the heading questions; --questions
+translated writes, beside them, the translated-answer question set of the sections they judge.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +33,12 @@ SALT = "pgrecall-debian-handbook-1"
 MIN_TRANSLATED = 0.7
 MIN_HEADING_CHARS = 6  # normalized: "Usage", "Overview" say too little to be a known item
 MAX_QUERIES = 500
+# Translated questions of English pages are in German: the most complete translation of their judged
+# sections (75 of the 107 have a German answer that is not the English one, 48 a French one).
+TRANSLATED_FROM_ENGLISH = "de"
+# A translated answer sharing this share of its words with the original is an untranslated
+# paragraph (or mostly commands and file names): the question would match by its words.
+MAX_SHARED_WORDS = 0.5
 TEMPLATES = {
     "en": "What should I know about {h}?",
     "de": "Was sollte ich über {h} wissen?",
@@ -185,15 +197,86 @@ def build(root: Path, out: Path) -> dict[str, int]:
     }
 
 
+def shared_words(text: str, original: str) -> float:
+    """The share of the text's words (NFKC, casefolded) that also occur in the original."""
+    words = re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())
+    seen = set(re.findall(r"\w+", unicodedata.normalize("NFKC", original).casefold()))
+    return sum(w in seen for w in words) / len(words) if words else 1.0
+
+
+def translated(root: Path, out: Path) -> dict[str, int]:
+    """Questions that are a judged section's answer in another edition of its page.
+
+    For each section that qrels/passages.jsonl judges (page in language X), the same section (same
+    anchor: the translations are built from one DocBook source, so every page's list of section
+    anchors is the same in each language) of the page's edition in Y (English; German for an
+    English page) gives its answer by the same rule (`answer_after`). The question is that text: the
+    meaning of the judged paragraph in other words, in another language; the judgements stay those
+    of the heading set. Skipped: no such anchor in Y, a Y answer that is not translated (equal, or
+    sharing ≥ MAX_SHARED_WORDS of its words), shorter than MIN_ANSWER_CHARS, or found verbatim in a
+    page of the collection (that page would hold the same paragraph).
+    """
+    queries_file, _, passages_file = b.question_files()
+    queries = [json.loads(line) for line in (out / queries_file).open(encoding="utf-8")]
+    languages = {q["_id"]: q["language"] for q in queries}
+    judged = [json.loads(line) for line in (out / passages_file).open(encoding="utf-8")]
+    pages = [*reference_pages(root), *handbook_pages(root)]
+    editions = {page.doc_id(lang): page for page in pages for lang in LANGUAGES}
+    texts = {
+        line["_id"]: b.page_text(b.parse((out / "documents" / line["_id"]).read_bytes()))
+        for line in map(json.loads, (out / "documents.jsonl").open(encoding="utf-8"))
+    }
+    sections: dict[tuple[str, str], dict[str, b.Section]] = {}
+    skipped = dict.fromkeys(("no anchor", "untranslated", "short", "in a page"), 0)
+    chosen = []
+    for passage in sorted(judged, key=lambda p: b.stable_order(SALT, p["query_id"])):
+        page, source = editions[passage["doc_id"]], languages[passage["query_id"]]
+        target = TRANSLATED_FROM_ENGLISH if source == "en" else "en"
+        for lang in (source, target):
+            if (page.doc_id(lang), lang) not in sections:
+                found = list(b.sections(b.parse(page.files[lang].read_bytes())))
+                sections[(page.doc_id(lang), lang)] = {s.anchor: s for s in found}
+        if list(sections[(page.doc_id(source), source)]) != list(sections[(page.doc_id(target), target)]):
+            raise SystemExit(f"{passage['doc_id']}: the {target} edition has other section anchors")
+        other = sections[(page.doc_id(target), target)].get(passage["anchor"])
+        answer = other.answer if other is not None else ""
+        if other is None:
+            skipped["no anchor"] += 1
+        elif shared_words(answer, passage["answer"]) >= MAX_SHARED_WORDS:
+            skipped["untranslated"] += 1
+        elif len(b.normalize(answer)) < b.MIN_ANSWER_CHARS:
+            skipped["short"] += 1
+        elif any(b.normalize(answer) in text for text in texts.values()):
+            skipped["in a page"] += 1
+        else:
+            chosen.append((passage, {"_id": passage["query_id"], "text": answer, "language": target}))
+    chosen = sorted(chosen[:MAX_QUERIES], key=lambda c: c[0]["query_id"])
+    b.write_questions(out, [q for _, q in chosen], [p for p, _ in chosen], "translated")
+    pairs: dict[str, int] = {}
+    for passage, query in chosen:
+        pair = f"queries {languages[passage['query_id']]}→{query['language']}"
+        pairs[pair] = pairs.get(pair, 0) + 1
+    counts = {"judged": len(judged), "queries": len(chosen)}
+    return counts | {f"skipped: {k}": n for k, n in skipped.items()} | pairs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--extracted", type=Path, help="a folder holding each package unpacked as <package>/")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "debian-manuals")
+    parser.add_argument(
+        "--questions",
+        choices=("headings", "translated"),
+        default="headings",
+        help="headings: the documents and their heading questions; translated: the translated-answer "
+        "questions of the sections the heading set judges (needs the collection built)",
+    )
     args = parser.parse_args()
     packages = [HANDBOOK, *((reference_package(lang), REFERENCE_VERSION) for lang in LANGUAGES)]
-    print(build(b.extracted(packages, args.extracted), args.out))
+    root = b.extracted(packages, args.extracted)
+    print(build(root, args.out) if args.questions == "headings" else translated(root, args.out))
 
 
 if __name__ == "__main__":

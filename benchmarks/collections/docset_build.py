@@ -23,6 +23,8 @@ from typing import Any
 
 from bs4 import BeautifulSoup, Tag, XMLParsedAsHTMLWarning
 
+from pgrecall.evaluation.documents_dataset import question_files
+
 SECTION_CLASSES = frozenset(
     {
         "section",
@@ -254,9 +256,17 @@ def write_collection(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(sources[doc["_id"]])
     write_jsonl(out / "documents.jsonl", documents)
-    write_jsonl(out / "queries.jsonl", queries)
-    write_jsonl(out / "qrels" / "passages.jsonl", passages)
-    with (out / "qrels" / "documents.tsv").open("w", encoding="utf-8") as fh:
+    write_questions(out, queries, passages)
+
+
+def write_questions(
+    out: Path, queries: list[dict[str, Any]], passages: list[dict[str, Any]], questions: str | None = None
+) -> None:
+    """Write a question set's queries and its two judgement files (each passage's page scores 1)."""
+    queries_file, documents_file, passages_file = question_files(questions)
+    write_jsonl(out / queries_file, queries)
+    write_jsonl(out / passages_file, passages)
+    with (out / documents_file).open("w", encoding="utf-8") as fh:
         fh.write("query-id\tcorpus-id\tscore\n")
         for p in passages:
             fh.write(f"{p['query_id']}\t{p['doc_id']}\t1\n")

@@ -186,3 +186,38 @@ def test_subsets_are_evenly_spaced_and_keep_judged_queries(tmp_path: Path) -> No
     assert doc_ids == ["boats.md", "bread.md"]
     assert list(queries) == ["q1", "q2", "q4"]
     assert qrels == {"q1": {"boats.md": 1}, "q2": {"bread.md": 1}, "q4": {"boats.md": 1}}
+
+
+def test_questions_chooses_a_question_set_beside_the_default(
+    settings: Settings, pg_server: EmbeddedServer, tmp_path: Path
+) -> None:
+    assert settings.database_url is not None
+    url = settings.database_url.get_secret_value()
+    collection = _collection(tmp_path / "tiny")
+    # A second set over the same documents: two of the sections, asked in other words.
+    asked = {"q1": "chain length when anchoring overnight", "q3": "magnification of an eyepiece"}
+    (collection / "queries-reworded.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t, "language": "en"}) + "\n" for q, t in asked.items())
+    )
+    for default, named in (
+        ("documents.tsv", "documents-reworded.tsv"),
+        ("passages.jsonl", "passages-reworded.jsonl"),
+    ):
+        lines = (collection / "qrels" / default).read_text().splitlines(keepends=True)
+        kept = [line for line in lines if line.startswith("query-id") or any(q in line for q in asked)]
+        (collection / "qrels" / named).write_text("".join(kept))
+
+    doc, output = _run(url, tmp_path, collection, "--modes", "lexical", "--questions", "reworded")
+    assert doc["collection"]["questions"] == "reworded"
+    assert doc["collection"]["queries_in_collection"] == 2 and doc["collection"]["queries_evaluated"] == 2
+    assert set(doc["results"]["chunked"]["lexical"]["per_query_document_nDCG@10"]) == set(asked)
+    assert doc["run"]["parameters"]["questions"] == "reworded"
+    assert "tiny (reworded questions)" in output
+
+    missing = CliRunner().invoke(
+        cli_app,
+        ["eval", "--documents", str(collection), "--questions", "absent", "--modes", "lexical"],
+        env={"PGRECALL_DATABASE_URL": url, "PGRECALL_HOME": str(tmp_path)},
+    )
+    assert missing.exit_code != 0 and "queries-absent.jsonl: missing" in missing.output
+    assert "--questions" in CliRunner().invoke(cli_app, ["eval", "--help"], env={"COLUMNS": "200"}).output

@@ -488,15 +488,52 @@ def test_the_bm25s_tokenization_study_is_the_json() -> None:
     }
 
 
-def test_the_whole_debian_manuals_table_is_the_json() -> None:
-    results = _json("documents-eval-debian-manuals-full.json")["results"]
-    table = _table_after("benchmarks-documents.md", "| nDCG@10 (debian-manuals, whole collection) |")
+@pytest.mark.parametrize(
+    ("marker", "json_name"),
+    [
+        ("| nDCG@10 (debian-manuals, whole collection) |", "documents-eval-debian-manuals-full.json"),
+        (
+            "| nDCG@10 (debian-manuals, translated questions) |",
+            "documents-eval-debian-manuals-translated.json",
+        ),
+    ],
+)
+def test_the_whole_debian_manuals_tables_are_the_json(marker: str, json_name: str) -> None:
+    results = _json(json_name)["results"]
+    table = _table_after("benchmarks-documents.md", marker)
     for row, system in {**ROWS, "bm25s (same chunks / whole documents)": "bm25s"}.items():
         chunked_doc, chunked_passage, whole_doc, gain = table[row]
         assert float(chunked_doc) == results["chunked"][system]["document"]["nDCG@10"], row
         assert float(chunked_passage) == results["chunked"][system]["passage"]["nDCG@10"], row
         assert float(whole_doc) == results["whole"][system]["document"]["nDCG@10"], row
         assert float(gain) == round(float(chunked_doc) - float(whole_doc), 4), row
+
+
+def test_the_translated_questions_language_tables_are_the_json() -> None:
+    results = _json("documents-eval-debian-manuals-translated.json")["results"]
+    rows = {**ROWS, "bm25s (same chunks / whole documents)": "bm25s"}
+    table = _rows("benchmarks-documents.md", "| nDCG@10 by question language |")
+    assert set(table) == set(rows)
+    for row, system in rows.items():
+        chunked, whole = results["chunked"][system], results["whole"][system]
+        quoted = [
+            _round4(figures["nDCG@10 by language"][language])
+            for language in ("en", "de")
+            for figures in (chunked["document"], chunked["passage"], whole["document"])
+        ]
+        assert table[row] == quoted, row
+    # By the page's language: the second part of the query id.
+    table = _rows("benchmarks-documents.md", "| chunked document nDCG@10 by page → question language |")
+    assert set(table) == {*ROWS, "bm25s"}
+    for row, cells in table.items():
+        per_query = results["chunked"][ROWS.get(row, row)]["per_query_document_nDCG@10"]
+        groups: dict[str, list[float]] = {}
+        for qid, value in per_query.items():
+            groups.setdefault(qid.split(":")[1], []).append(value)
+        quoted = [
+            _round4(round(sum(v) / len(v), 4)) for v in (groups[p] for p in ("de", "fr", "es", "ja", "en"))
+        ]
+        assert cells == quoted, row
 
 
 def test_the_1m_table_is_the_json() -> None:

@@ -85,6 +85,13 @@ def eval_command(
             "keep the queries judged on them.",
         ),
     ] = None,
+    questions: Annotated[
+        str | None,
+        typer.Option(
+            help="--documents only: the collection's question set NAME (queries-NAME.jsonl, "
+            "qrels/documents-NAME.tsv, qrels/passages-NAME.jsonl) instead of queries.jsonl.",
+        ),
+    ] = None,
     embedder: Annotated[
         EvalEmbedder | None,
         typer.Option(help="Embedder for documents and queries (default: PGRECALL_EMBEDDER)."),
@@ -102,6 +109,8 @@ def eval_command(
     """
     if not dataset and not documents:
         fail("give at least one --dataset or --documents collection", 2)
+    if questions is not None and not documents:
+        fail("--questions chooses a question set of --documents collections", 2)
     if plot is not None and documents:
         fail("--plot draws --dataset collections only", 2)
     _require(_BENCH_MODULES | ({"matplotlib": "matplotlib"} if plot is not None else {}))
@@ -126,6 +135,7 @@ def eval_command(
             "modes": chosen,
             "limit_queries": limit_queries,
             "limit_documents": limit_documents,
+            "questions": questions,
             "embedder": current.embedder,
         }
     )
@@ -141,6 +151,7 @@ def eval_command(
                         modes=chosen,
                         limit_documents=limit_documents,
                         limit_queries=limit_queries,
+                        questions=questions,
                     )
                 else:
                     doc = evaluate(current, path, modes=chosen, limit_queries=limit_queries)

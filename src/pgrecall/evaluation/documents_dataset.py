@@ -9,6 +9,10 @@ A collection folder holds:
 - `qrels/passages.jsonl`: `query_id`, `doc_id`, `anchor`, `section_path` (headings, outermost
   first, without section numbers) and `answer`, a span of the judged section's running text.
 
+A collection may hold further question sets over the same documents: set NAME is
+`queries-NAME.jsonl`, `qrels/documents-NAME.tsv` and `qrels/passages-NAME.jsonl` beside the default
+files (`question_files`), so the documents are stored once.
+
 A chunk is relevant to a query when it holds the answer (compared on word characters only, so that
 markup and whitespace a chunker adds or folds do not matter), or the leading or trailing half of a
 long answer that a chunk border cut.
@@ -32,6 +36,7 @@ from pgrecall.services.transfer.lines import LineError, read_jsonl
 # whole; each half stays long enough not to match by chance.
 SPLIT_ANSWER_CHARS = 160
 NUMBER = re.compile(r"^\s*(?:[A-Z]|\d+)(?:\.\d+)*\.\s+")
+QUESTION_SET = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
 class CollectionError(PgrecallError):
@@ -45,6 +50,18 @@ def normalize(text: str) -> str:
 
 def _heading(text: str) -> str:
     return normalize(NUMBER.sub("", text))
+
+
+def question_files(questions: str | None = None) -> tuple[str, str, str]:
+    """Queries, document judgements and passage judgements of a question set, relative to the
+    collection folder; None is the default set."""
+    if questions is None:
+        suffix = ""
+    elif QUESTION_SET.match(questions):
+        suffix = f"-{questions}"
+    else:
+        raise CollectionError(f"question set {questions!r}: use lower-case letters, digits, - and _")
+    return f"queries{suffix}.jsonl", f"qrels/documents{suffix}.tsv", f"qrels/passages{suffix}.jsonl"
 
 
 @dataclass(frozen=True)
@@ -98,6 +115,7 @@ class DocumentCollection:
     queries: dict[str, Query]
     qrels: dict[str, dict[str, int]]
     passages: dict[str, list[Passage]]
+    questions: str | None = None  # the question set; None for the default one
     _by_id: dict[str, Document] = field(default_factory=dict, repr=False)
 
     @property
@@ -167,9 +185,13 @@ def _field(obj: dict[str, Any], name: str, where: str, problems: list[str]) -> s
     return value
 
 
-def load_document_collection(path: Path | str, *, verify_hashes: bool = True) -> DocumentCollection:
-    """Read and check a collection folder; every problem found is listed in one CollectionError."""
+def load_document_collection(
+    path: Path | str, *, verify_hashes: bool = True, questions: str | None = None
+) -> DocumentCollection:
+    """Read and check a collection folder with one of its question sets (`question_files`); every
+    problem found is listed in one CollectionError."""
     root = Path(path)
+    queries_file, documents_file, passages_file = question_files(questions)
     problems: list[str] = []
     documents: list[Document] = []
     for obj in _records(root / "documents.jsonl", problems):
@@ -194,36 +216,37 @@ def load_document_collection(path: Path | str, *, verify_hashes: bool = True) ->
     documents.sort(key=lambda d: d.id)
     doc_ids = {d.id for d in documents}
     queries: dict[str, Query] = {}
-    for obj in _records(root / "queries.jsonl", problems):
-        qid = _field(obj, "_id", "queries.jsonl", problems)
+    for obj in _records(root / queries_file, problems):
+        qid = _field(obj, "_id", queries_file, problems)
         queries[qid] = Query(qid, _field(obj, "text", qid, problems), _field(obj, "language", qid, problems))
     qrels: dict[str, dict[str, int]] = {}
-    tsv = root / "qrels" / "documents.tsv"
+    tsv = root / documents_file
     if tsv.is_file():
         for number, line in enumerate(tsv.read_text(encoding="utf-8").splitlines(), start=1):
             cells = line.split("\t")
             if number == 1 and cells[0] == "query-id":
                 continue
             if len(cells) != 3 or not cells[2].lstrip("-").isdigit():
-                problems.append(f"documents.tsv:{number}: expected query-id, corpus-id, integer score")
+                problems.append(f"{tsv.name}:{number}: expected query-id, corpus-id, integer score")
                 continue
             qid, did, score = cells[0], cells[1], int(cells[2])
             if qid not in queries or did not in doc_ids:
-                problems.append(f"documents.tsv:{number}: unknown query {qid!r} or document {did!r}")
+                problems.append(f"{tsv.name}:{number}: unknown query {qid!r} or document {did!r}")
                 continue
             qrels.setdefault(qid, {})[did] = score
     else:
         problems.append(f"{tsv}: missing")
     passages: dict[str, list[Passage]] = {}
-    for obj in _records(root / "qrels" / "passages.jsonl", problems):
-        qid = _field(obj, "query_id", "passages.jsonl", problems)
-        did = _field(obj, "doc_id", "passages.jsonl", problems)
+    where = Path(passages_file).name
+    for obj in _records(root / passages_file, problems):
+        qid = _field(obj, "query_id", where, problems)
+        did = _field(obj, "doc_id", where, problems)
         section = obj.get("section_path")
         if qid not in queries or did not in doc_ids:
-            problems.append(f"passages.jsonl: unknown query {qid!r} or document {did!r}")
+            problems.append(f"{where}: unknown query {qid!r} or document {did!r}")
             continue
         if not isinstance(section, list) or not section or not all(isinstance(s, str) for s in section):
-            problems.append(f"passages.jsonl: {qid}: 'section_path' must be a non-empty list of headings")
+            problems.append(f"{where}: {qid}: 'section_path' must be a non-empty list of headings")
             continue
         passage = Passage(
             qid,
@@ -235,4 +258,4 @@ def load_document_collection(path: Path | str, *, verify_hashes: bool = True) ->
         passages.setdefault(qid, []).append(passage)
     if problems:
         raise CollectionError(f"{root} is not a valid document collection:\n  " + "\n  ".join(problems[:20]))
-    return DocumentCollection(root, documents, queries, qrels, passages)
+    return DocumentCollection(root, documents, queries, qrels, passages, questions)

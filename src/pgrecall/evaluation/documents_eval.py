@@ -439,6 +439,7 @@ def evaluate_documents(
     modes: Sequence[str] = ("hybrid", "vector", "lexical"),
     limit_documents: int | None = None,
     limit_queries: int | None = None,
+    questions: str | None = None,
     embedder: Embedder | None = None,
     progress: bool = True,
     on_database: Callable[[str], None] | None = None,
@@ -446,7 +447,7 @@ def evaluate_documents(
     """Run the comparison on one collection; every figure and setting as a JSON-ready dict."""
     started = time.perf_counter()
     load_before = os.getloadavg()
-    collection = load_document_collection(collection_dir)
+    collection = load_document_collection(collection_dir, questions=questions)
     modes = parse_modes(modes)
     doc_ids, queries, qrels = select(collection, limit_documents, limit_queries)
     query_languages = {q: collection.queries[q].language for q in queries}
@@ -492,6 +493,7 @@ def evaluate_documents(
         "collection": {
             "name": collection.name,
             "path": str(collection.path),
+            "questions": collection.questions,
             "documents_in_collection": len(collection.documents),
             "documents_evaluated": len(doc_ids),
             "queries_in_collection": len(collection.queries),
@@ -539,7 +541,9 @@ def table(doc: dict[str, Any]) -> str:
     """Document- and passage-level nDCG@10 per system for both stores, throughput and targets."""
     col, params = doc["collection"], doc["parameters"]
     lines = [
-        f"{col['name']}: {col['documents_evaluated']} documents ({doc['stored_units']['chunked']} chunks "
+        f"{col['name']}"
+        + (f" ({col['questions']} questions)" if col.get("questions") else "")
+        + f": {col['documents_evaluated']} documents ({doc['stored_units']['chunked']} chunks "
         f"at chunk_chars {params['chunk_chars']}), {col['queries_evaluated']} queries, "
         f"embedder {doc['embedder']['model']}",
     ]
