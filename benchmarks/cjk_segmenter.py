@@ -28,7 +28,8 @@ Segmenters (the best-kept package per language on PyPI, 2026-11):
   adverbs, determiners, roots, Hanja: no particles, endings or suffixes), without its typo and
   multi-word dictionaries (its resident memory with them is recorded too).
 
-One side check, words only: Sudachi mode A with each morpheme's surface instead of its normalized form.
+Side checks, words only: Sudachi mode A with each morpheme's surface instead of its normalized form;
+Kiwi's content morphemes with its typo and multi-word dictionaries loaded.
 
 For each it records the tokenization speed (characters a second over the collection's CJK documents,
 best of 3 timings of at least 0.5 s each, the variant's whole tokenizer), the installed size of its
@@ -155,6 +156,14 @@ SIDE_CHECKS = (
         "SudachiPy, sudachidict-core, split mode A, surface form",
         against="sudachi-A",
     ),
+    Segmenter(
+        "kiwi-content-all-dictionaries",
+        "ko",
+        ("kiwipiepy", "kiwipiepy_model"),
+        ("kiwipiepy", "kiwipiepy_model"),
+        "kiwipiepy, content morphemes only, typo and multi-word dictionaries loaded (Kiwi's default)",
+        against="kiwi-content",
+    ),
 )
 
 
@@ -197,8 +206,9 @@ def build(segmenter: Segmenter, all_dictionaries: bool = False) -> Segment:
         return chinese
     from kiwipiepy import Kiwi  # type: ignore[import-not-found,unused-ignore]
 
-    kiwi = Kiwi(load_typo_dict=all_dictionaries, load_multi_dict=all_dictionaries)
-    content = segmenter.name.endswith("content")
+    every = all_dictionaries or segmenter.name.endswith("all-dictionaries")
+    kiwi = Kiwi(load_typo_dict=every, load_multi_dict=every)
+    content = "-content" in segmenter.name
 
     def korean(text: str) -> list[tuple[str, int, int]]:
         return [
