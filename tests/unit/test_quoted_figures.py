@@ -332,6 +332,61 @@ QUOTES = [
 ]
 
 
+_SEGMENTERS = "cjk_segmenter.json"
+_KIWI = "results.ko.segmenters.kiwi-content"
+QUOTES += [
+    (
+        "languages.md",
+        "against 0.9037 in mode A",
+        _SEGMENTERS,
+        "results.ja.side_checks.sudachi-A-surface.words.metrics.nDCG@10",
+        "{} against 0.9037",
+    ),
+    (
+        "languages.md",
+        "against 0.9037 in mode A",
+        _SEGMENTERS,
+        "results.ja.side_checks.sudachi-A-surface.vs_sudachi-A.p_two_sided",
+        "p {})",
+    ),
+    (
+        "languages.md",
+        "and take its memory from",
+        _SEGMENTERS,
+        f"{_KIWI}.memory.added_mb_loaded",
+        "from {:.0f} to",
+    ),
+    (
+        "languages.md",
+        "and take its memory from",
+        _SEGMENTERS,
+        f"{_KIWI}.memory_all_dictionaries.added_mb_loaded",
+        "to {:.0f} MB",
+    ),
+    (
+        "languages.md",
+        "+60 MB resident for rjieba",
+        _SEGMENTERS,
+        "results.zh.segmenters.rjieba.memory.added_mb_loaded",
+        "+{:.0f} MB resident",
+    ),
+    (
+        "languages.md",
+        "MB growing to",
+        _SEGMENTERS,
+        "results.ja.segmenters.sudachi-A.memory.added_mb_after_collection",
+        "growing to {:.0f} MB",
+    ),
+    (
+        "languages.md",
+        "MB for Kiwi (more than",
+        _SEGMENTERS,
+        f"{_KIWI}.memory.added_mb_loaded",
+        "+{:.0f} MB for Kiwi",
+    ),
+]
+
+
 for _detector, _anchor in (("new", "| `compact`, DDTP |"), ("baseline", "| `full`, DDTP |")):
     for _bucket in ("short", "overall"):
         _path = f"ddtp.accuracy.{_detector}.{_bucket}.all"
@@ -598,3 +653,41 @@ def test_the_russian_sentence_check_is_the_json() -> None:
     }
     for row, system in rows.items():
         assert table[row][0] == _round4(results[system]["metrics"]["nDCG@10"]), row
+
+
+# docs/languages.md, word segmenters against bigrams: row → (language, segmenter) in cjk_segmenter.json.
+CJK_SEGMENTER_ROWS = {
+    "Japanese, Sudachi mode A": ("ja", "sudachi-A"),
+    "Japanese, Sudachi mode C": ("ja", "sudachi-C"),
+    "Chinese, rjieba default": ("zh", "rjieba"),
+    "Chinese, rjieba search": ("zh", "rjieba-search"),
+    "Korean, Kiwi all morphemes": ("ko", "kiwi"),
+    "Korean, Kiwi content morphemes": ("ko", "kiwi-content"),
+}
+
+
+def _half_up(value: float, places: int) -> Decimal:
+    return Decimal(str(value)).quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP)
+
+
+def test_the_cjk_segmenter_study_is_the_json() -> None:
+    """Every cell of the segmenter table: nDCG@10, paired counts and p, recall, speed, size, memory."""
+    results = _json("cjk_segmenter.json")["results"]
+    table = _rows("languages.md", "| language, segmenter | bigrams | words |")
+    assert set(table) == set(CJK_SEGMENTER_ROWS)
+    for row, (language, name) in CJK_SEGMENTER_ROWS.items():
+        bigrams, entry = results[language]["bigrams"], results[language]["segmenters"][name]
+        words, both = entry["words"], entry["words+bigrams"]
+        cells = table[row]
+        ndcg = [float(cell) for cell in cells[:3]]
+        assert ndcg == [x["metrics"]["nDCG@10"] for x in (bigrams, words, both)], row
+        for cell, figures in ((cells[3], words), (cells[4], both)):
+            paired = figures["vs_bigrams"]
+            assert cell == f"{paired['better']} / {paired['worse']}, p {paired['p_two_sided']}", row
+        assert cells[5] == f"{words['metrics']['R@100']} ({bigrams['metrics']['R@100']})", row
+        per_second = [_half_up(x["speed"]["chars_per_second"] / 1e6, 2) for x in (words, bigrams)]
+        assert cells[6] == "{} ({})".format(*per_second), row
+        assert cells[7] == f"{_half_up(entry['installed_mb_total'], 0)} MB", row
+        memory = entry["memory"]
+        loaded, used = (_half_up(memory[k], 0) for k in ("added_mb_loaded", "added_mb_after_collection"))
+        assert cells[8] == f"{loaded} / {used} MB", row
