@@ -15,6 +15,7 @@ from pgrecall.config import Settings
 from pgrecall.services.context import BuiltContext, build_context
 from pgrecall.services.documents import source_of
 from pgrecall.services.retrieval import RetrievalRequest
+from pgrecall.services.search import SearchOptions
 
 OWNER = "default"
 
@@ -318,3 +319,49 @@ def test_a_new_title_alone_retitles_the_chunks_and_keeps_their_ids(app: App) -> 
     chunks = app.documents.store.chunks(OWNER, first.document.id)
     assert {c.id: c.content_hash for c in chunks} == before
     assert all((c.title or "").startswith("Operations guide") for c in chunks)
+
+
+GUIDE = """# Operations guide
+
+## Overview
+
+This guide describes how the operations team runs the build servers, how releases are prepared and
+who is responsible for which machines. Read it before your first on-call shift; it is updated after
+every incident review and every quarterly planning meeting, and whenever a machine is replaced.
+
+## Datensicherung
+
+Die Datenbanken werden jede Nacht gesichert. Die gesicherten Dateien liegen drei Wochen lang auf dem
+Archivserver, danach werden sie automatisch gelöscht.
+
+## Резервные копии
+
+Резервные копии базы данных создаются каждую ночь и хранятся на архивном сервере три недели.
+
+## 障害対応
+
+障害が発生した場合は、まずダッシュボードを確認してください。データベースの遅延が五分を超えたら、当番の責任者に電話で連絡します。
+"""
+
+
+def _languages(app: App, document_id: Any) -> dict[str, tuple[str, str | None]]:
+    return {
+        c.section_path[-1]: (c.language, app.entries.get(OWNER, c.id).detected_language)
+        for c in app.documents.store.chunks(OWNER, document_id)
+    }
+
+
+def test_a_chunk_in_another_script_is_stemmed_in_its_own_language(app: App) -> None:
+    done = app.documents.ingest(OWNER, GUIDE.encode(), source="guide.md")
+    assert done.language is not None
+    languages = _languages(app, done.document.id)
+    # Same script as the document: its language, so headings and text stem alike.
+    assert languages["Overview"][0] == languages["Datensicherung"][0] == done.language.regconfig
+    assert languages["Резервные копии"][0] == "russian"
+    assert languages["障害対応"] == ("simple", "ja")
+    # "база" finds "базы" only where Russian stemming made them one word.
+    found = app.search.search(OWNER, "база", top_k=3, options=SearchOptions(mode="lexical"))
+    assert [h.document.section_path[-1] for h in found.hits if h.document] == ["Резервные копии"]
+
+    given = app.documents.ingest(OWNER, GUIDE.encode(), source="guide-en.md", language="en")
+    assert {lang for lang, _ in _languages(app, given.document.id).values()} == {"english"}

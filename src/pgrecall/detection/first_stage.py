@@ -83,6 +83,17 @@ def letters_by_script(text: str) -> Counter[str]:
     return Counter(script_of(ch) for ch in text if unicodedata.category(ch).startswith("L"))
 
 
+# Scripts written together in Chinese, Japanese and Korean text (and the width forms used in it).
+_CJK_FAMILY = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "FULLWIDTH", "HALFWIDTH"})
+
+
+def main_script(text: str) -> str | None:
+    """The script most of `text`'s letters are written in (Chinese, Japanese and Korean as one,
+    'CJK'); None without letters."""
+    counts = Counter("CJK" if s in _CJK_FAMILY else s for s in letters_by_script(text).elements())
+    return counts.most_common(1)[0][0] if counts else None
+
+
 def _cyrillic(text: str) -> FirstStage:
     letters = {ch for ch in text.lower() if script_of(ch) == "CYRILLIC" and ch.isalpha()}
     kept: list[str] = []

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pgrecall.chunking import DocumentError, chunk, detect_format, normalize, parse
 from pgrecall.config import Settings
+from pgrecall.detection.first_stage import main_script
 from pgrecall.domain.documents import ChunkDraft, Document, chunk_title, plan_chunks
 from pgrecall.domain.entries import Entry, NewEntry, embedding_text
 from pgrecall.domain.language import Resolved
@@ -166,8 +167,36 @@ class DocumentService:
         # document lacks now is, but for a concurrent ingest, what the transaction will insert.
         _, before = self.store.live(owner, clean_source, clean_version)
         to_embed = [d for d, _ in plan_chunks(before, drafts).insert]
+        languages = self._chunk_languages(language, resolved, parsed.text[:_DETECT_SAMPLE_CHARS], to_embed)
         vectors = self._embed(doc_title, to_embed, progress)
-        return self._write(owner, draft, drafts, resolved, vectors, check_tags(tags))
+        return self._write(owner, draft, drafts, resolved, vectors, check_tags(tags), languages)
+
+    def _chunk_languages(
+        self, explicit: str | None, document: Resolved, sample: str, drafts: Sequence[ChunkDraft]
+    ) -> dict[str, Resolved]:
+        """By hash, the language of each new chunk written in another script than the document.
+
+        Each chunk is an entry, stemmed in one language: a Japanese section of an English guide, or
+        an English paragraph left untranslated in a Japanese one, is detected on its own. Within one
+        script the chunk keeps the document's language: an untranslated English paragraph under a
+        German heading stays German, so the heading's words keep matching German questions (detecting
+        every chunk lost passages on debian-manuals' translated pages; docs/documents.md). The
+        caller's language applies to every chunk; a document whose detection
+        came back empty (the detector may be unavailable) detects none of its chunks either.
+        """
+        if (explicit is not None and explicit.strip()) or (
+            document.how == "default" and document.confidence is None
+        ):
+            return {}
+        script = main_script(sample)
+        found: dict[str, Resolved] = {}
+        for draft in {d.content_hash: d for d in drafts}.values():
+            if main_script(draft.text) in (script, None):
+                continue
+            own = self.entries.detector.detect(draft.text)
+            if own.how != "default":
+                found[draft.content_hash] = own
+        return found
 
     def _embed(
         self, doc_title: str | None, drafts: Sequence[ChunkDraft], progress: Progress | None
@@ -201,8 +230,10 @@ class DocumentService:
         resolved: Resolved,
         vectors: dict[str, list[float]],
         tags: Sequence[str] = (),
+        languages: dict[str, Resolved] | None = None,
     ) -> Ingested:
         model = self.entries.embedder.model if self.entries.embedder is not None else None
+        own = languages or {}
         with self.store.writing(owner, draft.source, draft.version) as writer:
             live = writer.live(draft.source, draft.version)
             plan = plan_chunks(writer.current_chunks(live.id) if live is not None else [], drafts)
@@ -218,7 +249,15 @@ class DocumentService:
                         old.id, new.ordinal, new.section_path, chunk_title(draft.title, new.section_path)
                     )
             news = [
-                self._new_chunk(document, d, replaces, resolved, vectors.get(d.content_hash), model, tags)
+                self._new_chunk(
+                    document,
+                    d,
+                    replaces,
+                    own.get(d.content_hash, resolved),
+                    vectors.get(d.content_hash),
+                    model,
+                    tags,
+                )
                 for d, replaces in plan.insert
             ]
             writer.insert(news)
@@ -240,7 +279,7 @@ class DocumentService:
         document: Document,
         draft: ChunkDraft,
         replaces: uuid.UUID | None,
-        resolved: Any,
+        resolved: Resolved,
         vector: list[float] | None,
         model: str | None,
         tags: Sequence[str] = (),
