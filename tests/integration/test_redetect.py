@@ -169,3 +169,42 @@ def test_an_unstemmable_text_stored_before_0007_gets_its_language_recorded(app: 
     assert _reload(app, entry).detected_language == "ja"
     again = _run(app, owner="carol")
     assert (again.unchanged, again.updated) == (1, 0)
+
+
+GUIDE = """# Operations guide
+
+## Overview
+
+This guide describes how the operations team runs the build servers, how releases are prepared and
+who is responsible for which machines. Read it before your first on-call shift; it is updated after
+every incident review and every quarterly planning meeting, and whenever a machine is replaced.
+
+## Datensicherung
+
+Die Datenbanken werden jede Nacht gesichert. Die gesicherten Dateien liegen drei Wochen lang auf dem
+Archivserver, danach werden sie automatisch gelöscht und durch neuere Sicherungen ersetzt.
+
+## Резервные копии
+
+Резервные копии базы данных создаются каждую ночь и хранятся на архивном сервере три недели.
+"""
+
+
+def test_a_documents_chunks_are_judged_as_an_ingest_judges_them(settings: Settings) -> None:
+    with App(settings.model_copy(update={"chunk_chars": 400}), embedder=None) as app:
+        done = app.documents.ingest("dora", GUIDE.encode(), source="guide.md")
+        chunks = app.documents.store.chunks("dora", done.document.id)
+        ingested = {c.section_path[-1]: c.language for c in chunks}
+        assert done.language is not None and ingested["Резервные копии"] == "russian"
+        assert ingested["Datensicherung"] == ingested["Overview"] == done.language.regconfig
+
+        assert _run(app, owner="dora").changes == 0  # what ingest chose is what a pass chooses
+        assert app.pool is not None
+        with app.pool.connection() as conn:  # as stored by a pgrecall without chunk languages
+            conn.execute(
+                "UPDATE entries SET language = 'simple', language_how = NULL WHERE id = ANY(%s)",
+                ([c.id for c in chunks],),
+            )
+        _run(app, owner="dora")
+        again = {c.section_path[-1]: c.language for c in app.documents.store.chunks("dora", done.document.id)}
+        assert again == ingested

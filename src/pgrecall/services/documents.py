@@ -23,7 +23,7 @@ from pgrecall.config import Settings
 from pgrecall.detection.first_stage import main_script
 from pgrecall.domain.documents import ChunkDraft, Document, chunk_title, plan_chunks
 from pgrecall.domain.entries import Entry, NewEntry, embedding_text
-from pgrecall.domain.language import Resolved
+from pgrecall.domain.language import LanguageDetector, Resolved
 from pgrecall.domain.text import content_hash
 from pgrecall.domain.validation import (
     MAX_LIST_LIMIT,
@@ -47,11 +47,20 @@ log = logging.getLogger(__name__)
 CHUNK_KIND = "chunk"
 _EMBED_BATCH = 16
 # Sampled for language detection: enough words to be sure, cheap to detect.
-_DETECT_SAMPLE_CHARS = 4000
+DETECT_SAMPLE_CHARS = 4000
 
 IngestStatus = Literal["created", "updated", "unchanged"]
 # (chunks embedded so far, chunks to embed) while a document's new chunks are embedded.
 Progress = Callable[[int, int], None]
+
+
+def own_language(detector: LanguageDetector, document_script: str | None, text: str) -> Resolved | None:
+    """A chunk's own language when it is written in another script than its document (whose
+    `main_script` is `document_script`); None: it takes the document's (see `_chunk_languages`)."""
+    if main_script(text) in (document_script, None):
+        return None
+    own = detector.detect(text)
+    return own if own.how != "default" else None
 
 
 @dataclass(frozen=True)
@@ -142,7 +151,7 @@ class DocumentService:
         if not parsed.text.strip():
             raise DocumentError("the document has no text")
         doc_title = check_title(title) if title else check_title(parsed.title) if parsed.title else None
-        resolved = self.entries.detector.resolve(language, parsed.text[:_DETECT_SAMPLE_CHARS])
+        resolved = self.entries.detector.resolve(language, parsed.text[:DETECT_SAMPLE_CHARS])
         pieces = chunk(parsed, max_chars=self.settings.chunk_chars)
         # Ordinals count the kept pieces, so a document's chunks are numbered without gaps.
         kept = [p for p in pieces if p.text.strip()]
@@ -167,7 +176,7 @@ class DocumentService:
         # document lacks now is, but for a concurrent ingest, what the transaction will insert.
         _, before = self.store.live(owner, clean_source, clean_version)
         to_embed = [d for d, _ in plan_chunks(before, drafts).insert]
-        languages = self._chunk_languages(language, resolved, parsed.text[:_DETECT_SAMPLE_CHARS], to_embed)
+        languages = self._chunk_languages(language, resolved, parsed.text[:DETECT_SAMPLE_CHARS], to_embed)
         vectors = self._embed(doc_title, to_embed, progress)
         return self._write(owner, draft, drafts, resolved, vectors, check_tags(tags), languages)
 
@@ -191,10 +200,8 @@ class DocumentService:
         script = main_script(sample)
         found: dict[str, Resolved] = {}
         for draft in {d.content_hash: d for d in drafts}.values():
-            if main_script(draft.text) in (script, None):
-                continue
-            own = self.entries.detector.detect(draft.text)
-            if own.how != "default":
+            own = own_language(self.entries.detector, script, draft.text)
+            if own is not None:
                 found[draft.content_hash] = own
         return found
 

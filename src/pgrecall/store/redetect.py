@@ -30,12 +30,18 @@ SQL_REDETECT_COUNT = f"SELECT count(*) AS n FROM entries WHERE {_SCOPE}"
 
 # Keyset over the primary key: each batch is an index range scan, whatever the table size.
 SQL_REDETECT_BATCH = f"""
-SELECT owner, id, title, body, language::text AS language, detected_language, content_hash
+SELECT owner, id, title, body, language::text AS language, detected_language, content_hash, document_id
 FROM entries
 WHERE {_SCOPE}
   AND (%(after_owner)s::text IS NULL OR (owner, id) > (%(after_owner)s::text, %(after_id)s::uuid))
 ORDER BY owner, id
 LIMIT %(limit)s
+"""
+
+# The opening of each chunk's document, which its language follows (deleted documents too: their
+# chunks are re-judged like any other row).
+SQL_DOCUMENT_SAMPLES = """
+SELECT id, left(text, %(chars)s) AS sample FROM documents WHERE owner = %(owner)s AND id = ANY(%(ids)s)
 """
 
 # Only rows whose text and language are still what was read: a concurrent edit wins.
@@ -105,6 +111,12 @@ class RedetectStore:
         }
         with self.pool.connection() as conn:
             return conn.execute(SQL_REDETECT_BATCH, params).fetchall()
+
+    def document_samples(self, owner: str, ids: Sequence[uuid.UUID], chars: int) -> dict[uuid.UUID, str]:
+        """The first `chars` characters of each of `owner`'s documents `ids` (missing ones left out)."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(SQL_DOCUMENT_SAMPLES, {"owner": owner, "ids": list(ids), "chars": chars})
+            return {row["id"]: row["sample"] for row in rows.fetchall()}
 
     def apply(self, changes: Sequence[LanguageChange], include_explicit: bool = False) -> int:
         """Write the changes in one statement; returns how many rows were still unedited and changed

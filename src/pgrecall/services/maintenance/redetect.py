@@ -13,6 +13,8 @@ stored many entries as 'simple'. Decisions:
 - A text in a language PostgreSQL cannot stem (say Japanese) becomes 'simple' with that
   language recorded in `detected_language`, as a new write would be: that is a finding, not
   an unsure verdict, so it also replaces a stemmed language.
+- A document's chunk is judged as an ingest judges it: by its document's opening, unless it is
+  written in another script than the document (then by its own text; `own_language`).
 - Resumable by being idempotent: a pass re-run after an interruption finds the rows it
   already did unchanged and goes on with the rest.
 """
@@ -23,8 +25,11 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from pgrecall.domain.language import SIMPLE, LanguageDetector
+from pgrecall.detection.first_stage import main_script
+from pgrecall.domain.language import SIMPLE, LanguageDetector, Resolved
+from pgrecall.services.documents import DETECT_SAMPLE_CHARS, own_language
 from pgrecall.store.redetect import LanguageChange, RedetectStore
 
 
@@ -67,15 +72,16 @@ def redetect_languages(
     if not include_explicit:
         report.kept_explicit = store.count_explicit(owner, only_simple)
     after: tuple[str, uuid.UUID] | None = None
+    documents: dict[tuple[str, uuid.UUID], tuple[Resolved, str | None]] = {}
     while True:
         rows = store.batch(owner, only_simple, after, batch_size, include_explicit)
         if not rows:
             break
         after = (rows[-1]["owner"], rows[-1]["id"])
+        _judge_documents(store, detector, rows, documents)
         changes: list[LanguageChange] = []
         for row in rows:
-            # The same text the write path detects on: title and body.
-            resolved = detector.detect(f"{row['title'] or ''}\n{row['body']}")
+            resolved = _judge(detector, row, documents)
             verdict, found = resolved.regconfig, resolved.detected if resolved.regconfig == SIMPLE else None
             current, stored = row["language"], row["detected_language"]
             if (verdict, found) == (current, stored):
@@ -95,3 +101,33 @@ def redetect_languages(
         if on_batch is not None:
             on_batch(len(rows))
     return report
+
+
+def _judge_documents(
+    store: RedetectStore,
+    detector: LanguageDetector,
+    rows: list[dict[str, Any]],
+    seen: dict[tuple[str, uuid.UUID], tuple[Resolved, str | None]],
+) -> None:
+    """Detect, once per pass, the language and script of the documents these chunks belong to."""
+    wanted: dict[str, set[uuid.UUID]] = {}
+    for row in rows:
+        if row["document_id"] is not None and (row["owner"], row["document_id"]) not in seen:
+            wanted.setdefault(row["owner"], set()).add(row["document_id"])
+    for doc_owner, ids in wanted.items():
+        for doc_id, sample in store.document_samples(doc_owner, sorted(ids), DETECT_SAMPLE_CHARS).items():
+            seen[(doc_owner, doc_id)] = (detector.detect(sample), main_script(sample))
+
+
+def _judge(
+    detector: LanguageDetector,
+    row: dict[str, Any],
+    documents: dict[tuple[str, uuid.UUID], tuple[Resolved, str | None]],
+) -> Resolved:
+    """A row's language as a write would choose it now."""
+    document = documents.get((row["owner"], row["document_id"])) if row["document_id"] else None
+    if document is None:
+        # An entry (or a chunk whose document is gone): the text a write detects on, title and body.
+        return detector.detect(f"{row['title'] or ''}\n{row['body']}")
+    language, script = document
+    return own_language(detector, script, row["body"]) or language
