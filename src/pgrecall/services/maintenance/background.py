@@ -36,6 +36,7 @@ class BackgroundReembed:
         *,
         on_pending: Callable[[int], None] | None = None,
         interval_s: float = 30.0,
+        retry_s: float = 2.0,
         batch_size: int = 32,
         discover: Discover | None = None,
         discover_interval_s: float = 600.0,
@@ -46,6 +47,10 @@ class BackgroundReembed:
         self.default_owner = default_owner
         self.on_pending = on_pending
         self.interval_s = interval_s
+        # After a round the embedder cut short, the next comes sooner, doubling up to interval_s: a
+        # brief outage heals in seconds, a long one is not polled more than before.
+        self.retry_s = retry_s
+        self._cut_short = 0  # rounds in a row the embedder cut short
         self.batch_size = batch_size
         self.max_batches = max_batches
         self.discover = discover
@@ -60,6 +65,13 @@ class BackgroundReembed:
         self._owners: set[str] = {default_owner}
         self._owners_lock = threading.Lock()
         self.rounds = 0
+
+    @property
+    def next_round_s(self) -> float:
+        """How long the thread waits for the next round unless a write pokes it sooner."""
+        if self._cut_short == 0:
+            return self.interval_s
+        return min(self.interval_s, self.retry_s * 2.0 ** (self._cut_short - 1))
 
     def start(self) -> None:
         """Start the worker thread (idempotent)."""
@@ -103,6 +115,7 @@ class BackgroundReembed:
                 left = self.store.pending_count(owner, embedder.model)
             except EmbeddingError as exc:
                 log.warning("background re-embedding paused: %s", exc)
+                self._cut_short += 1
                 return filled
             except PgrecallError as exc:
                 log.warning("background re-embedding failed: %s", exc)
@@ -116,6 +129,7 @@ class BackgroundReembed:
                     self._owners.discard(owner)
         if self.on_pending is not None:
             self.on_pending(pending)
+        self._cut_short = 0
         self.rounds += 1
         return filled
 
@@ -140,7 +154,7 @@ class BackgroundReembed:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.interval_s)
+            self._wake.wait(self.next_round_s)
             self._wake.clear()
             if self._stop.is_set():
                 break
