@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from pathlib import Path
 
@@ -44,14 +46,18 @@ def _answers(base: str, token: str, page_cookies: dict[str, str]) -> dict[str, h
     bearer = {"Authorization": f"Bearer {token}"}
     cookie = {"Cookie": "; ".join(f"{k}={v}" for k, v in page_cookies.items())}
     with httpx.Client(base_url=base, timeout=60) as http:
-        return {
-            "healthz": http.get("/healthz"),
-            "mcp": http.post("/mcp", content=_INITIALIZE, headers=_MCP_HEADERS | bearer),
-            "metrics": http.get("/metrics", headers=bearer),
-            "ui": http.get("/ui", headers=cookie),
-            "ui/entries": http.get("/ui/entries", headers=cookie),
-            "ui/search": http.get("/ui/search", params={"q": "backup"}, headers=cookie),
+        calls: dict[str, Callable[[], httpx.Response]] = {
+            "healthz": lambda: http.get("/healthz"),
+            "mcp": lambda: http.post("/mcp", content=_INITIALIZE, headers=_MCP_HEADERS | bearer),
+            "metrics": lambda: http.get("/metrics", headers=bearer),
+            "ui": lambda: http.get("/ui", headers=cookie),
+            "ui/entries": lambda: http.get("/ui/entries", headers=cookie),
+            "ui/search": lambda: http.get("/ui/search", params={"q": "backup"}, headers=cookie),
         }
+        # At once: during the outage each waits out the connect timeout.
+        with ThreadPoolExecutor(len(calls)) as pool:
+            answers = {name: pool.submit(call) for name, call in calls.items()}
+            return {name: answer.result() for name, answer in answers.items()}
 
 
 def test_every_route_answers_503_with_retry_after_while_the_database_is_down(
