@@ -68,7 +68,7 @@ from typing import Any
 
 from pgrecall.config import Settings
 from pgrecall.domain.entries import embedding_text
-from pgrecall.domain.language import CJK_RUN, ISO_TO_CONFIG, SEGMENTED
+from pgrecall.domain.language import CJK_RUN, SEGMENTED
 from pgrecall.domain.validation import InvalidInputError, check_body, check_title
 from pgrecall.evaluation import record, runner
 from pgrecall.evaluation.dataset import BeirDataset, load_dataset
@@ -281,27 +281,6 @@ def read(name: str, max_chars: int) -> Collection:
     )
 
 
-def other_tokens(items: list[str], iso: str, cfg: runner.Bm25Settings) -> list[list[str]]:
-    """A non-CJK language's texts tokenized as `runner.bm25_by_language_run` does."""
-    import bm25s  # type: ignore[import-untyped,import-not-found,unused-ignore]
-    import Stemmer  # type: ignore[import-untyped,import-not-found,unused-ignore]
-
-    config = ISO_TO_CONFIG.get(iso)
-    stemmer = Stemmer.Stemmer(config) if config in Stemmer.algorithms() else None
-    stopwords = iso if iso in runner.BM25S_STOPWORDS else None
-    return list(
-        bm25s.tokenize(
-            items,
-            lower=cfg.lower,
-            token_pattern=cfg.token_pattern,
-            stopwords=stopwords,
-            stemmer=stemmer,
-            return_ids=False,
-            show_progress=False,
-        )
-    )
-
-
 def tokenized(
     texts: Sequence[str], languages: Sequence[str], cfg: runner.Bm25Settings, cjk: Tokenize
 ) -> list[list[str]]:
@@ -310,7 +289,7 @@ def tokenized(
     for iso in set(languages):
         positions = [i for i, lang in enumerate(languages) if lang == iso]
         items = [texts[i] for i in positions]
-        done = [cjk(t) for t in items] if iso in SEGMENTED else other_tokens(items, iso, cfg)
+        done = [cjk(t) for t in items] if iso in SEGMENTED else runner.stemmed_tokens(items, iso, cfg)
         for i, tokens in zip(positions, done, strict=True):
             out[i] = tokens
     return out

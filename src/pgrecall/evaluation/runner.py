@@ -281,6 +281,28 @@ def cjk_bigram_tokens(text: str, token_pattern: str, stopwords: frozenset[str]) 
     return tokens
 
 
+def stemmed_tokens(items: list[str], iso: str, cfg: Bm25Settings) -> list[list[str]]:
+    """Texts of one stemmable language as the bm25s reference tokenizes them: its Snowball stemmer
+    and bm25s stop words where they exist."""
+    import bm25s  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    import Stemmer  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    config = ISO_TO_CONFIG.get(iso)
+    stemmer = Stemmer.Stemmer(config) if config in Stemmer.algorithms() else None
+    stopwords = iso if iso in BM25S_STOPWORDS else None
+    return list(
+        bm25s.tokenize(
+            items,
+            lower=cfg.lower,
+            token_pattern=cfg.token_pattern,
+            stopwords=stopwords,
+            stemmer=stemmer,
+            return_ids=False,
+            show_progress=False,
+        )
+    )
+
+
 def bm25_by_language_run(
     doc_ids: Sequence[str],
     texts: Sequence[str],
@@ -298,7 +320,6 @@ def bm25_by_language_run(
     majority language.
     """
     import bm25s  # type: ignore[import-untyped,import-not-found,unused-ignore]
-    import Stemmer  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     majority = Counter(doc_languages).most_common(1)[0][0]
@@ -307,20 +328,7 @@ def bm25_by_language_run(
         if iso in SEGMENTED:
             english = frozenset(bm25s.stopwords.STOPWORDS_EN)
             return [cjk_bigram_tokens(text, cfg.token_pattern, english) for text in items]
-        config = ISO_TO_CONFIG.get(iso)
-        stemmer = Stemmer.Stemmer(config) if config in Stemmer.algorithms() else None
-        stopwords = iso if iso in BM25S_STOPWORDS else None
-        return list(
-            bm25s.tokenize(
-                items,
-                lower=cfg.lower,
-                token_pattern=cfg.token_pattern,
-                stopwords=stopwords,
-                stemmer=stemmer,
-                return_ids=False,
-                show_progress=False,
-            )
-        )
+        return stemmed_tokens(items, iso, cfg)
 
     def by_language(items: list[str], languages: list[str]) -> list[list[str]]:
         out: list[list[str]] = [[] for _ in items]
