@@ -327,3 +327,27 @@ def test_an_overlong_line_is_skipped_unread_between_good_lines(app: App, tmp_pat
     assert errors[3].startswith("not UTF-8")
     assert _count(app) == 2
     assert count_lines(path) == 5  # the progress total still counts each long line once
+
+
+def test_a_document_line_may_be_as_long_as_a_document(app: App, tmp_path: Path) -> None:
+    """An export's document line holds the whole text: read up to the document limit, not the entry one."""
+    validator = RecordValidator(
+        app.catalog, app.detector, max_text_chars=10, default_owner=OWNER, max_document_bytes=2_000_000
+    )
+    limit = max_line_bytes(10)
+    text = "A long manual. " * (limit // 15 + 1000)  # longer than any entry line may be
+    document = {"type": "document", "id": str(uuid.uuid4()), "source": "manual.txt", "format": "text"}
+    path = tmp_path / "documents.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(json.dumps({**document, "text": text, "language": "english"}, separators=(",", ":")) + "\n")
+        too_long = {**document, "id": str(uuid.uuid4()), "source": "huge.txt", "text": text * 4}
+        fh.write(json.dumps(too_long, separators=(",", ":")) + "\n")
+        fh.write(json.dumps({"text": "x" * (limit + 5)}) + "\n")  # an entry line: the entry limit
+    with app.db.connect() as conn:
+        report = import_jsonl(conn, path, validator, ImportOptions())
+    assert len(text.encode()) > limit and report.documents_inserted == 1
+    errors = {e.line: e.message for e in report.errors}
+    assert errors == {
+        2: f"longer than {2 * 2_000_000 + (1 << 20)} bytes; skipped unread",
+        3: f"longer than {limit} bytes; skipped unread",
+    }

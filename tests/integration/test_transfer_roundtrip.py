@@ -252,3 +252,56 @@ def test_a_link_may_come_before_its_entries_and_a_dangling_one_is_counted(
     assert [(err.line, err.message.split(":")[0]) for err in report.errors] == [(3, "relation"), (4, "to_id")]
     owner = store_b.settings.owner
     assert [(r.id, r.relation) for r in store_b.links.related(owner, a)] == [(b, "depends_on")]
+
+
+HANDBOOK = """# Operator handbook
+
+## Backups
+
+Every night at two o'clock the scheduler copies the database files to the attached storage. Copies
+older than thirty days are pruned automatically, and the newest one is checked by a restore test.
+
+## Networking
+
+The server listens on port 8080 by default. Put it behind a reverse proxy for TLS; the proxy must
+forward the Host header unchanged, and firewalls should allow only the proxy.
+
+## Troubleshooting
+
+If the service does not start, read the log in the data folder. A full disk is the usual cause;
+free some space and start it again, then check that the last backup completed.
+"""
+
+
+def test_documents_and_their_chunks_round_trip(settings: Settings, other_db_url: str, tmp_path: Path) -> None:
+    small = settings.model_copy(update={"chunk_chars": 300})
+    with (
+        App(small, embedder=None) as a,
+        App(small.model_copy(update={"database_url": SecretStr(other_db_url)}), embedder=None) as b,
+    ):
+        done = a.documents.ingest("alice", HANDBOOK.encode(), source="handbook.md", version="2.0")
+        note = a.entries.add("alice", text="A note beside the handbook.", language="en").entry
+        first = export_text(a)
+        lines = [json.loads(line) for line in first.splitlines()]
+        assert lines[0]["type"] == "document"
+        assert lines[0]["text"] == a.documents.store.text("alice", done.document.id)
+        chunks = [line for line in lines if line.get("kind") == "chunk"]
+        assert len(chunks) == done.document.chunk_count >= 3
+        assert [c["ordinal"] for c in chunks] == list(range(len(chunks)))
+        assert all(c["document_id"] == str(done.document.id) and c["section_path"] for c in chunks)
+
+        report = import_text(b, first, tmp_path)
+        assert (report.documents_inserted, report.inserted, report.errors) == (1, len(chunks) + 1, [])
+        assert export_text(b).encode() == first.encode()
+        document, sections = b.documents.outline("alice", done.document.id)
+        assert (document.source, document.version_label) == ("handbook.md", "2.0")
+        assert [s.path[-1] for s in sections] == ["Backups", "Networking", "Troubleshooting"]
+        assert b.entries.get("alice", note.id).document_id is None
+
+        again = import_text(b, first, tmp_path)
+        assert (again.documents_inserted, again.documents_kept, again.inserted) == (0, 1, 0)
+
+        # A chunk whose document is in neither the file nor the store is a bad line, not an orphan.
+        lone = next(line for line in first.splitlines() if '"kind":"chunk"' in line)
+        report = import_text(b, lone.replace(str(done.document.id), str(uuid.uuid4())), tmp_path)
+        assert [e.message.split(":")[0] for e in report.errors] == ["document_id"]

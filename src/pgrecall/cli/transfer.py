@@ -129,6 +129,9 @@ def _summary(file: Path, report: ImportReport, noun: str) -> str:
         f"{report.kept} kept (stored entry wins under --on-conflict)",
         _not_newer(report),
     ]
+    if report.documents_inserted or report.documents_kept:
+        documents = f"{report.documents_inserted} inserted, {report.documents_kept} already there"
+        parts.append(f"documents: {documents}")
     if report.other_owner:
         parts.append(f"{report.other_owner} of other owners skipped")
     if report.ids_derived:
@@ -175,6 +178,8 @@ def _summary_json(
         "ids_derived": report.ids_derived,
         "duplicates": report.duplicates,
         "without_vectors": report.without_vectors,
+        "documents_inserted": report.documents_inserted,
+        "documents_kept": report.documents_kept,
         "bad": len(report.errors),
         "rolled_back": report.rolled_back,
         "links": asdict(report.links),
@@ -242,6 +247,7 @@ def import_(
             opened.detector,
             max_text_chars=opened.settings.max_text_chars,
             default_owner=owner or opened.settings.owner,
+            max_document_bytes=opened.settings.max_document_bytes,
         )
         timeout = opened.settings.statement_timeout_ms
         try:

@@ -7,9 +7,10 @@ statements, whatever its size.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -32,13 +33,41 @@ SELECT count(*) AS n FROM entries WHERE (%(owner)s::text IS NULL OR owner = %(ow
 SQL_EXPORT_ROWS = """
 SELECT id, owner, kind, source, title, body, tags, metadata, language::text AS language,
        detected_language, content_hash, version, created_at, updated_at, deleted_at,
-       expires_at, supersedes,
+       expires_at, supersedes, document_id, ordinal, section_path,
        CASE WHEN %(with_vectors)s THEN embedding::text END AS embedding,
        CASE WHEN %(with_vectors)s THEN embedding_model END AS embedding_model,
        CASE WHEN %(with_vectors)s THEN embedding_dim END AS embedding_dim
 FROM entries
 WHERE owner = %(owner)s
 ORDER BY created_at, id
+"""
+
+# A document before its chunks, each owner's in (created_at, id) order.
+SQL_EXPORT_DOCUMENTS = """
+SELECT id, owner, source, title, version_label, format, language::text AS language, metadata,
+       content_hash, text, size_bytes, mtime, chunk_count, created_at, updated_at, deleted_at
+FROM documents
+WHERE owner = %(owner)s
+ORDER BY created_at, id
+"""
+
+# A document of the file goes in unless one of its owner has its id or its live (source,
+# version): what is stored is kept (a re-import changes nothing), and chunks of a document that
+# did not go in are reported, not attached to another.
+SQL_IMPORT_DOCUMENT = """
+INSERT INTO documents (owner, id, source, title, version_label, format, language, metadata,
+                       content_hash, text, size_bytes, mtime, chunk_count, created_at, updated_at,
+                       deleted_at)
+VALUES (%(owner)s, %(id)s, %(source)s, %(title)s, %(version_label)s, %(format)s,
+        %(language)s::regconfig, %(metadata)s, %(content_hash)s, %(text)s, %(size_bytes)s,
+        %(mtime)s, %(chunk_count)s, coalesce(%(created_at)s, %(now)s::timestamptz),
+        coalesce(%(updated_at)s, %(created_at)s, %(now)s::timestamptz), %(deleted_at)s)
+ON CONFLICT DO NOTHING
+RETURNING 1
+"""
+
+SQL_DOCUMENTS_OF = """
+SELECT id FROM documents WHERE owner = %(owner)s AND id = ANY(%(ids)s)
 """
 
 SQL_CREATE_STAGE = """
@@ -62,7 +91,10 @@ CREATE TEMP TABLE IF NOT EXISTS pgrecall_import (
     embedding_dim   integer,
     detected_language text,
     expires_at      timestamptz,
-    supersedes      uuid
+    supersedes      uuid,
+    document_id     uuid,
+    ordinal         integer,
+    section_path    text[]
 )
 """
 
@@ -87,6 +119,9 @@ STAGE_COLUMNS = (
     "detected_language",
     "expires_at",
     "supersedes",
+    "document_id",
+    "ordinal",
+    "section_path",
 )
 
 SQL_COPY_STAGE = f"COPY pgrecall_import ({', '.join(STAGE_COLUMNS)}) FROM STDIN"
@@ -99,10 +134,10 @@ SQL_TRUNCATE_STAGE = "TRUNCATE pgrecall_import"
 _SAME = """
 (
     (e.kind, e.source, e.title, e.body, e.tags, e.metadata, e.language, e.detected_language,
-     e.content_hash, e.deleted_at, e.expires_at, e.supersedes)
+     e.content_hash, e.deleted_at, e.expires_at, e.supersedes, e.document_id, e.ordinal, e.section_path)
         IS NOT DISTINCT FROM
     (s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language, s.detected_language,
-     s.content_hash, s.deleted_at, s.expires_at, s.supersedes)
+     s.content_hash, s.deleted_at, s.expires_at, s.supersedes, s.document_id, s.ordinal, s.section_path)
     AND (s.version IS NULL OR s.version = e.version)
     AND (s.created_at IS NULL OR s.created_at = e.created_at)
     AND (s.updated_at IS NULL OR s.updated_at = e.updated_at)
@@ -165,6 +200,9 @@ UPDATE entries AS e SET
     deleted_at = s.deleted_at,
     expires_at = s.expires_at,
     supersedes = s.supersedes,
+    document_id = s.document_id,
+    ordinal = s.ordinal,
+    section_path = s.section_path,
     embedding = CASE
         WHEN s.embedding_model IS NOT NULL THEN s.embedding
         WHEN s.content_hash = e.content_hash AND s.title IS NOT DISTINCT FROM e.title THEN e.embedding
@@ -187,13 +225,15 @@ WHERE e.owner = s.owner AND e.id = s.id AND NOT {_SAME} AND {_WINS}
 SQL_STAGE_INSERT = """
 INSERT INTO entries (owner, id, kind, source, title, body, tags, metadata, language, detected_language,
                      content_hash, version, created_at, updated_at, deleted_at,
-                     embedding, embedding_model, embedding_dim, expires_at, supersedes)
+                     embedding, embedding_model, embedding_dim, expires_at, supersedes,
+                     document_id, ordinal, section_path)
 SELECT s.owner, s.id, s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language,
        s.detected_language, s.content_hash,
        coalesce(s.version, 1),
        coalesce(s.created_at, %(now)s::timestamptz),
        coalesce(s.updated_at, s.created_at, %(now)s::timestamptz),
-       s.deleted_at, s.embedding, s.embedding_model, s.embedding_dim, s.expires_at, s.supersedes
+       s.deleted_at, s.embedding, s.embedding_model, s.embedding_dim, s.expires_at, s.supersedes,
+       s.document_id, s.ordinal, s.section_path
 FROM pgrecall_import AS s
 ON CONFLICT (owner, id) DO NOTHING
 RETURNING 1
@@ -226,6 +266,32 @@ class StagedRow:
     detected_language: str | None = None  # ISO code of an unstemmable language stored as 'simple'
     expires_at: datetime | None = None
     supersedes: uuid.UUID | None = None  # no check that it exists: it may come later in the file
+    # A document's chunk: its document (which must be in by then), place and section path.
+    document_id: uuid.UUID | None = None
+    ordinal: int | None = None
+    section_path: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class StagedDocument:
+    """One validated document line; None in the timestamps means 'not in the file'."""
+
+    owner: str
+    id: uuid.UUID
+    source: str
+    title: str | None
+    version_label: str | None
+    format: str
+    language: str
+    metadata: dict[str, Any]
+    content_hash: str
+    text: str
+    size_bytes: int | None = None
+    mtime: datetime | None = None
+    chunk_count: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    deleted_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -264,7 +330,21 @@ class TransferStore:
             cur.execute(SQL_EXPORT_ROWS, {"owner": owner, "with_vectors": with_vectors})
             yield from cur
 
+    def export_documents(self, owner: str) -> builtins.list[dict[str, Any]]:
+        """Every document of `owner` (deleted ones too) by (created_at, id)."""
+        return self.conn.execute(SQL_EXPORT_DOCUMENTS, {"owner": owner}).fetchall()
+
     # -- import ---------------------------------------------------------------------
+    def import_document(self, doc: StagedDocument) -> bool:
+        """Insert a document unless its id or live (source, version) is taken; True if inserted."""
+        params = {**asdict(doc), "metadata": Jsonb(doc.metadata), "now": datetime.now(UTC)}
+        return self.conn.execute(SQL_IMPORT_DOCUMENT, params).fetchone() is not None
+
+    def documents_of(self, owner: str, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        """Those of `owner`'s documents `ids` that exist."""
+        rows = self.conn.execute(SQL_DOCUMENTS_OF, {"owner": owner, "ids": list(ids)}).fetchall()
+        return {row["id"] for row in rows}
+
     def prepare_stage(self) -> None:
         """Create the session's staging table (idempotent)."""
         self.conn.execute(SQL_CREATE_STAGE)
@@ -295,6 +375,9 @@ class TransferStore:
                         r.detected_language,
                         r.expires_at,
                         r.supersedes,
+                        r.document_id,
+                        r.ordinal,
+                        None if r.section_path is None else list(r.section_path),
                     )
                 )
 

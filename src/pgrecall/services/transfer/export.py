@@ -6,8 +6,9 @@ metadata keys sorted; timestamps in UTC with microseconds (PostgreSQL's precisio
 `language` as the regconfig name, which is lossless ('simple' has no ISO code, and two
 codes map to 'norwegian'); vectors as the numbers pgvector prints.
 
-After each owner's entries come that owner's links, one `{"type": "link", …}` line each
-(services/transfer/links.py).
+Each owner's documents come first, one `{"type": "document", …}` line each with its whole text,
+then the entries (a document's chunks with `document_id`, `ordinal` and `section_path`), then the
+links, one `{"type": "link", …}` line each (services/transfer/links.py).
 
 Not exported: `tsv` (generated from the row) and idempotency keys (they guard a client's
 retries of one request, not the entry; an import leaves a stored key as it is).
@@ -68,6 +69,15 @@ def entry_record(row: dict[str, Any], *, with_vectors: bool) -> dict[str, Any]:
         "deleted_at": utc_text(row["deleted_at"]),
         **({"expires_at": utc_text(row["expires_at"])} if row["expires_at"] else {}),
         **({"supersedes": str(row["supersedes"])} if row["supersedes"] else {}),
+        **(
+            {
+                "document_id": str(row["document_id"]),
+                "ordinal": row["ordinal"],
+                "section_path": list(row["section_path"] or []),
+            }
+            if row["document_id"]
+            else {}
+        ),
     }
     if with_vectors:
         record["embedding_model"] = row["embedding_model"]
@@ -75,6 +85,29 @@ def entry_record(row: dict[str, Any], *, with_vectors: bool) -> dict[str, Any]:
         # pgvector prints the shortest decimal of each float4; parsed and re-dumped it stays the same.
         record["embedding"] = json.loads(row["embedding"]) if row["embedding"] is not None else None
     return record
+
+
+def document_record(row: dict[str, Any]) -> dict[str, Any]:
+    """The export form of one stored document (as read by TransferStore.export_documents)."""
+    return {
+        "type": "document",
+        "id": str(row["id"]),
+        "owner": row["owner"],
+        "source": row["source"],
+        "title": row["title"],
+        "version_label": row["version_label"],
+        "format": row["format"],
+        "language": row["language"],
+        "metadata": sorted_json(row["metadata"]),
+        "content_hash": row["content_hash"],
+        "text": row["text"],
+        "size_bytes": row["size_bytes"],
+        "mtime": utc_text(row["mtime"]),
+        "chunk_count": row["chunk_count"],
+        "created_at": utc_text(row["created_at"]),
+        "updated_at": utc_text(row["updated_at"]),
+        "deleted_at": utc_text(row["deleted_at"]),
+    }
 
 
 def link_records(conn: psycopg.Connection[dict[str, Any]], owner: str) -> list[dict[str, Any]]:
@@ -103,7 +136,8 @@ def export_jsonl(
     on_total: Callable[[int], object] | None = None,
     on_row: Callable[[], object] | None = None,
 ) -> int:
-    """Write every entry (of `owner` or of all owners), then its links, to `out`; returns entries written.
+    """Write every owner's documents, entries and links (of `owner` or of all owners) to `out`;
+    returns entries written.
 
     Runs in one REPEATABLE READ, read-only transaction, so the file is one consistent
     snapshot even while other processes write.
@@ -115,6 +149,8 @@ def export_jsonl(
         on_total(store.export_count(owner))
     written = 0
     for each_owner in store.export_owners(owner):
+        for document in store.export_documents(each_owner):
+            out.write(dump_line(document_record(document)) + "\n")
         for row in store.export_rows(each_owner, with_vectors=with_vectors):
             out.write(dump_line(entry_record(row, with_vectors=with_vectors)) + "\n")
             written += 1

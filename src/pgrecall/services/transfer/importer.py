@@ -9,8 +9,12 @@ against the text when given), `version` and the timestamps (under the default --
 newer, a line replaces a stored entry only with a higher version or a later updated_at; one
 without either is skipped and counted in `skipped_not_newer`), vectors (`embedding` with
 `embedding_model`; absent → pending, filled by `pgrecall reembed`), `expires_at` and
-`supersedes`. A line `{"type": "link", …}` is a link between two entries (services/transfer/links.py),
-applied once every entry line is in.
+`supersedes`, and for a document's chunk `document_id`, `ordinal` and `section_path`. A line
+`{"type": "link", …}` is a link between two entries (services/transfer/links.py), applied once every
+entry line is in. A line `{"type": "document", …}` (DOCUMENT_FIELDS, the whole text) goes in where
+it stands, before its chunks: a document whose id or live (source, version) its owner already holds
+is kept as stored, and a chunk whose document is not in the store when its batch is merged is a bad
+line.
 """
 
 from __future__ import annotations
@@ -37,10 +41,11 @@ from pgrecall.domain.validation import (
     parse_id,
 )
 from pgrecall.errors import InvalidInputError, PgrecallError
+from pgrecall.services.transfer.document_lines import chunk_place, is_document_line, parse_document
 from pgrecall.services.transfer.fields import opt_id, opt_str, timestamp, vector, version
 from pgrecall.services.transfer.lines import LineError, max_line_bytes, read_jsonl
 from pgrecall.services.transfer.links import LinkCounts, LinkLine, apply_links, is_link_line, parse_link
-from pgrecall.store.transfer import ConflictPolicy, MergeCounts, StagedRow, TransferStore
+from pgrecall.store.transfer import ConflictPolicy, MergeCounts, StagedDocument, StagedRow, TransferStore
 
 FIELDS = (
     "id",
@@ -63,6 +68,9 @@ FIELDS = (
     "embedding_model",
     "embedding_dim",
     "embedding",
+    "document_id",
+    "ordinal",
+    "section_path",
 )
 MAX_OWNER_CHARS = 200
 # Ids of lines skipped as not newer, kept for the summary: enough to find them, not a list of all.
@@ -98,6 +106,8 @@ class ImportReport:
     ids_derived: int = 0
     duplicates: int = 0
     without_vectors: int = 0
+    documents_inserted: int = 0
+    documents_kept: int = 0  # already stored (same id, or the same live source and version)
     rolled_back: bool = False
     errors: list[LineError] = field(default_factory=list)
     links: LinkCounts = field(default_factory=LinkCounts)
@@ -149,15 +159,27 @@ class RecordValidator:
         *,
         max_text_chars: int,
         default_owner: str,
+        max_document_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.catalog = catalog
         self.detector = detector
         self.max_text_chars = max_text_chars
+        # A document line holds a whole document's text (at most this many characters).
+        self.max_document_bytes = max_document_bytes
         self.default_owner = default_owner
 
     def link(self, line: int, obj: dict[str, Any]) -> LinkLine:
         """Validate a `{"type": "link", …}` line."""
         return parse_link(line, obj, self._owner(obj))
+
+    def document(self, obj: dict[str, Any]) -> StagedDocument:
+        """Validate a `{"type": "document", …}` line."""
+        return parse_document(
+            obj,
+            self._owner(obj),
+            lambda value, text: self._language(value, None, None, text)[0],
+            self.max_document_bytes,
+        )
 
     def _owner(self, obj: dict[str, Any]) -> str:
         value = obj.get("owner")
@@ -216,6 +238,7 @@ class RecordValidator:
         language, detected_language = self._language(
             obj.get("language"), obj.get("detected_language"), title, body
         )
+        document_id, ordinal, section_path = chunk_place(obj)
         return StagedRow(
             owner=owner,
             id=ident or derived_id(owner, digest),
@@ -237,6 +260,9 @@ class RecordValidator:
             embedding=embedding,
             embedding_model=model,
             embedding_dim=dim,
+            document_id=document_id,
+            ordinal=ordinal,
+            section_path=section_path,
         )
 
 
@@ -300,6 +326,11 @@ class _ImportRun:
                 report.lines -= 1  # `lines` counts entry lines (and bad ones); good links: links.seen
                 self._take_link(link)
                 return
+            if is_document_line(item):
+                document = self.validator.document(item)
+                report.lines -= 1  # counted as documents_inserted / documents_kept
+                self._take_document(line, document)
+                return
             row = self.validator.validate(item)
         except InvalidInputError as exc:
             report.errors.append(LineError(line, str(exc)))
@@ -317,6 +348,57 @@ class _ImportRun:
         self.batch_lines.append(line)
         if len(self.batch) >= self.options.batch_size:
             self._flush()
+
+    def _take_document(self, line: int, document: StagedDocument) -> None:
+        if self.options.owner is not None and document.owner != self.options.owner:
+            self.report.other_owner += 1
+            return
+        # Entries read before it go first; its chunks follow it in the file.
+        self._flush()
+        if self._will_roll_back():
+            return
+        try:
+            inserted = self.store.import_document(document)
+        except psycopg.Error as exc:
+            self.conn.rollback()
+            raise PgrecallError(
+                f"line {line}: the database refused the document ({exc.sqlstate}: "
+                f"{str(exc).strip().splitlines()[0]}); earlier lines "
+                f"{'were rolled back' if self.options.atomic else 'are kept'}"
+            ) from exc
+        self._commit_step()
+        if inserted:
+            self.report.documents_inserted += 1
+        else:
+            self.report.documents_kept += 1
+
+    def _without_document(self, batch: list[StagedRow], lines: list[int]) -> None:
+        """Take out of the batch, as bad lines, the chunks whose document is not in the store."""
+        wanted: dict[str, set[uuid.UUID]] = {}
+        for row in batch:
+            if row.document_id is not None:
+                wanted.setdefault(row.owner, set()).add(row.document_id)
+        if not wanted:
+            return
+        stored = {
+            (owner, i) for owner, ids in wanted.items() for i in self.store.documents_of(owner, sorted(ids))
+        }
+        kept = [
+            (row, line)
+            for row, line in zip(batch, lines, strict=True)
+            if row.document_id is None or (row.owner, row.document_id) in stored
+        ]
+        for row, line in zip(batch, lines, strict=True):
+            if row.document_id is not None and (row.owner, row.document_id) not in stored:
+                self.report.errors.append(
+                    LineError(
+                        line,
+                        f"document_id: no document {row.document_id} of owner {row.owner!r} "
+                        "(its document line comes first in an export)",
+                    )
+                )
+        batch[:] = [row for row, _ in kept]
+        lines[:] = [line for _, line in kept]
 
     def _take_link(self, link: LinkLine) -> None:
         if self.options.owner is not None and link.owner != self.options.owner:
@@ -353,6 +435,8 @@ class _ImportRun:
     def _flush(self) -> None:
         batch, lines = self.batch, self.batch_lines
         if batch and not self._will_roll_back():
+            self._without_document(batch, lines)
+        if batch and not self._will_roll_back():
             try:
                 self.store.stage(batch)
                 self.report.add(
@@ -385,6 +469,7 @@ class _ImportRun:
             return report
         self.conn.rollback()
         report.inserted = report.updated = report.unchanged = report.kept = report.without_vectors = 0
+        report.documents_inserted = report.documents_kept = 0
         report.skipped_not_newer = 0
         report.skipped_not_newer_first.clear()
         report.links = LinkCounts(seen=len(self.links))
@@ -402,5 +487,11 @@ def import_jsonl(
     on_line: Callable[[], object] | None = None,
 ) -> ImportReport:
     """Import a JSON-lines file (the `pgrecall export` format); `on_line` is called per line read."""
-    lines = read_jsonl(path, on_line, line_limit=max_line_bytes(validator.max_text_chars))
+    # A document line is as long as its text (JSON escapes at most double a line of prose and code).
+    lines = read_jsonl(
+        path,
+        on_line,
+        line_limit=max_line_bytes(validator.max_text_chars),
+        document_line_limit=2 * validator.max_document_bytes + (1 << 20),
+    )
     return run_import(conn, lines, validator, options, statement_timeout_ms=statement_timeout_ms)

@@ -23,6 +23,8 @@ SNIFF_LINES = 5
 SNIFF_LINE_BYTES = 1 << 20
 MEMORY_TYPES = ("entity", "relation")
 _SKIP_BLOCK = 1 << 20
+# How an export begins a document line, whose whole text may be far longer than any entry's.
+DOCUMENT_LINE_STARTS = (b'{"type":"document"', b'{"type": "document"')
 # A \uD800-\uDFFF escape: JSON allows it alone, Python parses it into a lone surrogate, and UTF-8
 # (the content hash, PostgreSQL) cannot hold one. Only lines holding such an escape get the full check.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -50,9 +52,10 @@ def max_line_bytes(max_text_chars: int) -> int:
     return 12 * (max_text_chars + MAX_TITLE_CHARS) + 6 * MAX_METADATA_BYTES + (1 << 20)
 
 
-def _lines(fh: BinaryIO, limit: int | None) -> Iterator[bytes | None]:
-    # Each line as bytes, or None for a line over `limit` bytes: that one is skipped in blocks,
-    # so memory stays bounded by the limit however long the line is.
+def _lines(fh: BinaryIO, limit: int | None, document_limit: int | None = None) -> Iterator[bytes | int]:
+    # Each line as bytes, or for a line over `limit` bytes (`document_limit` for a line that starts
+    # as a document line) that limit: such a line is skipped in blocks, so memory stays bounded by
+    # the limit however long the line is.
     if limit is None:
         yield from fh
         return
@@ -60,27 +63,39 @@ def _lines(fh: BinaryIO, limit: int | None) -> Iterator[bytes | None]:
         if len(raw) <= limit or raw.endswith(b"\n"):
             yield raw
             continue
+        exceeded = limit
+        if document_limit is not None and document_limit > limit and raw.startswith(DOCUMENT_LINE_STARTS):
+            raw += fh.readline(document_limit - len(raw) + 1)
+            if len(raw) <= document_limit or raw.endswith(b"\n"):
+                yield raw
+                continue
+            exceeded = document_limit
         while (block := fh.readline(_SKIP_BLOCK)) and not block.endswith(b"\n"):
             pass
-        yield None
+        yield exceeded
 
 
 def read_jsonl(
-    path: Path, on_line: Callable[[], object] | None = None, *, line_limit: int | None = None
+    path: Path,
+    on_line: Callable[[], object] | None = None,
+    *,
+    line_limit: int | None = None,
+    document_line_limit: int | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) per non-blank line; a LineError in place of an unparsable one.
 
-    A line over `line_limit` bytes is a LineError without being read whole (see max_line_bytes);
-    None (the evaluation's own data sets, not user files) reads lines of any length.
+    A line over `line_limit` bytes is a LineError without being read whole (see max_line_bytes),
+    except a document line of an export, read up to `document_line_limit`; None (the evaluation's
+    own data sets, not user files) reads lines of any length.
     `on_line` is called once per line read, blank ones included, so that it counts what
     `count_lines` counted.
     """
     with path.open("rb") as fh:
-        for number, raw in enumerate(_lines(fh, line_limit), start=1):
+        for number, raw in enumerate(_lines(fh, line_limit, document_line_limit), start=1):
             if on_line is not None:
                 on_line()
-            if raw is None:
-                yield number, LineError(number, f"longer than {line_limit} bytes; skipped unread")
+            if isinstance(raw, int):
+                yield number, LineError(number, f"longer than {raw} bytes; skipped unread")
                 continue
             try:
                 text = raw.decode("utf-8")
