@@ -190,8 +190,8 @@ class DocumentService:
         script the chunk keeps the document's language: an untranslated English paragraph under a
         German heading stays German, so the heading's words keep matching German questions (detecting
         every chunk lost passages on debian-manuals' translated pages; docs/documents.md). The
-        caller's language applies to every chunk; a document whose detection
-        came back empty (the detector may be unavailable) detects none of its chunks either.
+        caller's language applies to every chunk; a document whose detection came back empty (the
+        detector may be unavailable) detects none of its chunks either.
         """
         if (explicit is not None and explicit.strip()) or (
             document.how == "default" and document.confidence is None

@@ -7,7 +7,6 @@ statements, whatever its size.
 
 from __future__ import annotations
 
-import builtins
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -330,9 +329,13 @@ class TransferStore:
             cur.execute(SQL_EXPORT_ROWS, {"owner": owner, "with_vectors": with_vectors})
             yield from cur
 
-    def export_documents(self, owner: str) -> builtins.list[dict[str, Any]]:
-        """Every document of `owner` (deleted ones too) by (created_at, id)."""
-        return self.conn.execute(SQL_EXPORT_DOCUMENTS, {"owner": owner}).fetchall()
+    def export_documents(self, owner: str, *, fetch: int = 20) -> Iterator[dict[str, Any]]:
+        """Every document of `owner` (deleted ones too) by (created_at, id), streamed: each holds its
+        whole text, so only a few are in memory at a time."""
+        with self.conn.cursor(name="pgrecall_export_documents") as cur:
+            cur.itersize = fetch
+            cur.execute(SQL_EXPORT_DOCUMENTS, {"owner": owner})
+            yield from cur
 
     # -- import ---------------------------------------------------------------------
     def import_document(self, doc: StagedDocument) -> bool:
