@@ -301,6 +301,12 @@ def test_documents_and_their_chunks_round_trip(settings: Settings, other_db_url:
         again = import_text(b, first, tmp_path)
         assert (again.documents_inserted, again.documents_kept, again.inserted) == (0, 1, 0)
 
+        # A line from before documents travelled (no document fields) leaves the chunk in its document.
+        place = ("document_id", "ordinal", "section_path")
+        old_style = {k: v for k, v in chunks[0].items() if k not in place}
+        kept = import_text(b, json.dumps(old_style), tmp_path, on_conflict="overwrite")
+        assert (kept.unchanged, kept.updated, kept.errors) == (1, 0, [])
+        assert b.entries.get("alice", uuid.UUID(chunks[0]["id"])).document_id == done.document.id
         # A chunk whose document is in neither the file nor the store is a bad line, not an orphan.
         lone = next(line for line in first.splitlines() if '"kind":"chunk"' in line)
         report = import_text(b, lone.replace(str(done.document.id), str(uuid.uuid4())), tmp_path)

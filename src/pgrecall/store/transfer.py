@@ -129,14 +129,17 @@ SQL_TRUNCATE_STAGE = "TRUNCATE pgrecall_import"
 
 # A staged row equals the stored one. NULL version/timestamps mean "not given in the file"
 # (a hand-written line, a memory.json entity) and so never make a row differ; a row without
-# a vector never differs from a stored one that has a vector.
+# a vector never differs from a stored one that has a vector, nor one without a document (an
+# export from before documents travelled) from a stored chunk.
 _SAME = """
 (
     (e.kind, e.source, e.title, e.body, e.tags, e.metadata, e.language, e.detected_language,
-     e.content_hash, e.deleted_at, e.expires_at, e.supersedes, e.document_id, e.ordinal, e.section_path)
+     e.content_hash, e.deleted_at, e.expires_at, e.supersedes)
         IS NOT DISTINCT FROM
     (s.kind, s.source, s.title, s.body, s.tags, s.metadata, s.language, s.detected_language,
-     s.content_hash, s.deleted_at, s.expires_at, s.supersedes, s.document_id, s.ordinal, s.section_path)
+     s.content_hash, s.deleted_at, s.expires_at, s.supersedes)
+    AND (s.document_id IS NULL OR (s.document_id, s.ordinal, s.section_path)
+                                  IS NOT DISTINCT FROM (e.document_id, e.ordinal, e.section_path))
     AND (s.version IS NULL OR s.version = e.version)
     AND (s.created_at IS NULL OR s.created_at = e.created_at)
     AND (s.updated_at IS NULL OR s.updated_at = e.updated_at)
@@ -199,9 +202,10 @@ UPDATE entries AS e SET
     deleted_at = s.deleted_at,
     expires_at = s.expires_at,
     supersedes = s.supersedes,
-    document_id = s.document_id,
-    ordinal = s.ordinal,
-    section_path = s.section_path,
+    -- A line without a document leaves a stored chunk in its document.
+    document_id = coalesce(s.document_id, e.document_id),
+    ordinal = CASE WHEN s.document_id IS NULL THEN e.ordinal ELSE s.ordinal END,
+    section_path = CASE WHEN s.document_id IS NULL THEN e.section_path ELSE s.section_path END,
     embedding = CASE
         WHEN s.embedding_model IS NOT NULL THEN s.embedding
         WHEN s.content_hash = e.content_hash AND s.title IS NOT DISTINCT FROM e.title THEN e.embedding
