@@ -148,3 +148,17 @@ async def test_a_long_note_is_chunked_and_its_text_kept_exactly(client: Client) 
     crlf = await call(client, "add_entry", text=text.replace("\n", "\r\n"))
     assert crlf.get("document_id") is None
     assert (await call(client, "get_entry", id=crlf["id"]))["text"] == text.replace("\n", "\r\n")
+
+
+async def test_a_chunks_text_is_changed_through_its_document_only(client: Client) -> None:
+    done = await call(client, "ingest_document", source="guides/espresso.md", text=GUIDE)
+    found = await call(client, "search", query="how often should I descale the boiler", top_k=1)
+    chunk = found["hits"][0]
+    assert chunk["document"]["id"] == done["document"]["id"]
+    message = await call_error(client, "update_entry", id=chunk["id"], text="Descale whenever.")
+    assert "is a chunk of document" in message and "\n" not in message
+    assert "is a chunk of document" in await call_error(client, "update_entry", id=chunk["id"], title="New")
+    tagged = await call(client, "update_entry", id=chunk["id"], tags=["maintenance"])
+    assert tagged["entry"]["tags"] == ["maintenance"]
+    kept = await call(client, "get_entry", id=chunk["id"])
+    assert "Descale the boiler" in kept["text"]

@@ -208,6 +208,15 @@ class EntryService:
         """
         ident = self._id(owner, entry_id)
         current = self.store.get(owner, ident)
+        if current.document_id is not None and (
+            (text is not None and text != current.body) or (title is not _UNSET and title != current.title)
+        ):
+            # A chunk's text is a span of its document, byte for byte what citations quote.
+            raise InvalidInputError(
+                "text" if text is not None else "title",
+                f"{ident} is a chunk of document {current.document_id}: change the document and "
+                "ingest it again (its tags and metadata may be changed here)",
+            )
         set_expiry = expires_at is not _UNSET
         expiry = None
         if set_expiry and expires_at is not None and expires_at != "":
