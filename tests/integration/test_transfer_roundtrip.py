@@ -290,6 +290,11 @@ def test_documents_and_their_chunks_round_trip(settings: Settings, other_db_url:
         assert [c["ordinal"] for c in chunks] == list(range(len(chunks)))
         assert all(c["document_id"] == str(done.document.id) and c["section_path"] for c in chunks)
 
+        assert settings.database_url is not None
+        exported = _cli(
+            settings.database_url.get_secret_value(), tmp_path, "export", str(tmp_path / "a.jsonl")
+        )
+        assert f"exported {len(chunks) + 1} entries and 1 document to" in exported.stdout, exported.output
         report = import_text(b, first, tmp_path)
         assert (report.documents_inserted, report.inserted, report.errors) == (1, len(chunks) + 1, [])
         assert export_text(b).encode() == first.encode()

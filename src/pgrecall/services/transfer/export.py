@@ -135,6 +135,7 @@ def export_jsonl(
     statement_timeout_ms: int = 30_000,
     on_total: Callable[[int], object] | None = None,
     on_row: Callable[[], object] | None = None,
+    on_document: Callable[[], object] | None = None,
 ) -> int:
     """Write every owner's documents, entries and links (of `owner` or of all owners) to `out`;
     returns entries written.
@@ -151,6 +152,8 @@ def export_jsonl(
     for each_owner in store.export_owners(owner):
         for document in store.export_documents(each_owner):
             out.write(dump_line(document_record(document)) + "\n")
+            if on_document is not None:
+                on_document()
         for row in store.export_rows(each_owner, with_vectors=with_vectors):
             out.write(dump_line(entry_record(row, with_vectors=with_vectors)) + "\n")
             written += 1
