@@ -94,7 +94,6 @@ def export(
         tqdm(unit="entry", desc="export", disable=None, file=sys.stderr) as bar,
         _output(file) as out,
     ):
-        documents: list[None] = []  # one item per document written
         try:
             written = export_jsonl(
                 conn,
@@ -104,13 +103,12 @@ def export(
                 statement_timeout_ms=opened.settings.statement_timeout_ms,
                 on_total=lambda n: setattr(bar, "total", n),
                 on_row=lambda: bar.update(1),
-                on_document=lambda: documents.append(None),
             )
         except (PgrecallError, psycopg.Error) as exc:
             fail(f"export failed, nothing written: {exc}")
-    n = len(documents)
+    n = written.documents
     with_documents = f" and {n} document{'s' if n != 1 else ''}" if n else ""
-    typer.echo(f"exported {written} entries{with_documents} to {file}", err=file == "-")
+    typer.echo(f"exported {written.entries} entries{with_documents} to {file}", err=file == "-")
 
 
 def _not_newer(report: ImportReport) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -25,6 +26,14 @@ import psycopg
 
 from pgrecall.store.transfer import TransferStore
 from pgrecall.store.transfer_links import export_links
+
+
+@dataclass
+class Exported:
+    """What an export wrote."""
+
+    entries: int = 0
+    documents: int = 0
 
 
 def utc_text(value: datetime | None) -> str | None:
@@ -135,10 +144,8 @@ def export_jsonl(
     statement_timeout_ms: int = 30_000,
     on_total: Callable[[int], object] | None = None,
     on_row: Callable[[], object] | None = None,
-    on_document: Callable[[], object] | None = None,
-) -> int:
-    """Write every owner's documents, entries and links (of `owner` or of all owners) to `out`;
-    returns entries written.
+) -> Exported:
+    """Write every owner's documents, entries and links (of `owner` or of all owners) to `out`.
 
     Runs in one REPEATABLE READ, read-only transaction, so the file is one consistent
     snapshot even while other processes write.
@@ -148,15 +155,14 @@ def export_jsonl(
     store = TransferStore(conn, statement_timeout_ms)
     if on_total is not None:
         on_total(store.export_count(owner))
-    written = 0
+    written = Exported()
     for each_owner in store.export_owners(owner):
         for document in store.export_documents(each_owner):
             out.write(dump_line(document_record(document)) + "\n")
-            if on_document is not None:
-                on_document()
+            written.documents += 1
         for row in store.export_rows(each_owner, with_vectors=with_vectors):
             out.write(dump_line(entry_record(row, with_vectors=with_vectors)) + "\n")
-            written += 1
+            written.entries += 1
             if on_row is not None:
                 on_row()
         for link in link_records(conn, each_owner):
