@@ -208,15 +208,6 @@ class EntryService:
         """
         ident = self._id(owner, entry_id)
         current = self.store.get(owner, ident)
-        if current.document_id is not None and (
-            (text is not None and text != current.body) or (title is not _UNSET and title != current.title)
-        ):
-            # A chunk's text is a span of its document, byte for byte what citations quote.
-            raise InvalidInputError(
-                "text" if text is not None else "title",
-                f"{ident} is a chunk of document {current.document_id}: change the document and "
-                "ingest it again (its tags and metadata may be changed here)",
-            )
         set_expiry = expires_at is not _UNSET
         expiry = None
         if set_expiry and expires_at is not None and expires_at != "":
@@ -228,14 +219,21 @@ class EntryService:
         body = check_body(text, self.settings.max_text_chars) if text is not None else None
         set_title = title is not _UNSET
         new_title = check_title(title) if set_title else current.title
+        text_changed = (body is not None and body != current.body) or (
+            set_title and new_title != current.title
+        )
+        if text_changed and current.document_id is not None:
+            # A chunk's text is a span of its document, byte for byte what citations quote.
+            raise InvalidInputError(
+                "text" if body is not None and body != current.body else "title",
+                f"{ident} is a chunk of document {current.document_id}: change the document and "
+                "ingest it again (its tags and metadata may be changed here)",
+            )
         resolved: Resolved | None = None
         if language is not None and language.strip():
             resolved = self.catalog.resolve_for_entry(language)
         elif body is not None and current.language == "simple":
             resolved = self.detector.detect(f"{new_title or ''}\n{body}")
-        text_changed = (body is not None and body != current.body) or (
-            set_title and new_title != current.title
-        )
         vector = self._embed(new_title, body if body is not None else current.body) if text_changed else None
         changes = EntryChanges(
             kind=check_kind(kind) if kind is not None else None,
