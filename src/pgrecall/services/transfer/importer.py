@@ -349,6 +349,14 @@ class _ImportRun:
         if len(self.batch) >= self.options.batch_size:
             self._flush()
 
+    def _refused(self, where: str, what: str, earlier: str, exc: psycopg.Error) -> PgrecallError:
+        """Roll back, and say which lines the database refused and what became of the earlier ones."""
+        self.conn.rollback()
+        return PgrecallError(
+            f"{where}: the database refused {what} ({exc.sqlstate}: {str(exc).strip().splitlines()[0]}); "
+            f"earlier {earlier} {'were rolled back' if self.options.atomic else 'are kept'}"
+        )
+
     def _take_document(self, line: int, document: StagedDocument) -> None:
         if self.options.owner is not None and document.owner != self.options.owner:
             self.report.other_owner += 1
@@ -360,12 +368,7 @@ class _ImportRun:
         try:
             inserted = self.store.import_document(document)
         except psycopg.Error as exc:
-            self.conn.rollback()
-            raise PgrecallError(
-                f"line {line}: the database refused the document ({exc.sqlstate}: "
-                f"{str(exc).strip().splitlines()[0]}); earlier lines "
-                f"{'were rolled back' if self.options.atomic else 'are kept'}"
-            ) from exc
+            raise self._refused(f"line {line}", "the document", "lines", exc) from exc
         self._commit_step()
         if inserted:
             self.report.documents_inserted += 1
@@ -444,12 +447,7 @@ class _ImportRun:
                     {(row.owner, row.id): line for row, line in zip(batch, lines, strict=True)},
                 )
             except psycopg.Error as exc:
-                self.conn.rollback()
-                raise PgrecallError(
-                    f"lines {lines[0]}-{lines[-1]}: the database refused the batch "
-                    f"({exc.sqlstate}: {str(exc).strip().splitlines()[0]}); earlier batches "
-                    f"{'were rolled back' if self.options.atomic else 'are kept'}"
-                ) from exc
+                raise self._refused(f"lines {lines[0]}-{lines[-1]}", "the batch", "batches", exc) from exc
             self._commit_step()
             self.report.without_vectors += sum(1 for row in batch if row.embedding is None)
         batch.clear()
