@@ -16,6 +16,7 @@ from typing import Any, Literal
 import psycopg
 from psycopg.types.json import Jsonb
 
+from pgrecall.store.documents import DocumentDraft
 from pgrecall.store.entries import as_vector
 
 ConflictPolicy = Literal["newer", "skip", "overwrite"]
@@ -57,7 +58,7 @@ SQL_IMPORT_DOCUMENT = """
 INSERT INTO documents (owner, id, source, title, version_label, format, language, metadata,
                        content_hash, text, size_bytes, mtime, chunk_count, created_at, updated_at,
                        deleted_at)
-VALUES (%(owner)s, %(id)s, %(source)s, %(title)s, %(version_label)s, %(format)s,
+VALUES (%(owner)s, %(id)s, %(source)s, %(title)s, %(version)s, %(format)s,
         %(language)s::regconfig, %(metadata)s, %(content_hash)s, %(text)s, %(size_bytes)s,
         %(mtime)s, %(chunk_count)s, coalesce(%(created_at)s, %(now)s::timestamptz),
         coalesce(%(updated_at)s, %(created_at)s, %(now)s::timestamptz), %(deleted_at)s)
@@ -277,20 +278,12 @@ class StagedRow:
 
 @dataclass(frozen=True)
 class StagedDocument:
-    """One validated document line; None in the timestamps means 'not in the file'."""
+    """One validated document line: its own fields as an ingest writes them, and what the export
+    kept of its history; None in the timestamps means 'not in the file'."""
 
     owner: str
     id: uuid.UUID
-    source: str
-    title: str | None
-    version_label: str | None
-    format: str
-    language: str
-    metadata: dict[str, Any]
-    content_hash: str
-    text: str
-    size_bytes: int | None = None
-    mtime: datetime | None = None
+    draft: DocumentDraft
     chunk_count: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
@@ -344,7 +337,17 @@ class TransferStore:
     # -- import ---------------------------------------------------------------------
     def import_document(self, doc: StagedDocument) -> bool:
         """Insert a document unless its id or live (source, version) is taken; True if inserted."""
-        params = {**asdict(doc), "metadata": Jsonb(doc.metadata), "now": datetime.now(UTC)}
+        params = {
+            **asdict(doc.draft),
+            "metadata": Jsonb(doc.draft.metadata),
+            "owner": doc.owner,
+            "id": doc.id,
+            "chunk_count": doc.chunk_count,
+            "created_at": doc.created_at,
+            "updated_at": doc.updated_at,
+            "deleted_at": doc.deleted_at,
+            "now": datetime.now(UTC),
+        }
         return self.conn.execute(SQL_IMPORT_DOCUMENT, params).fetchone() is not None
 
     def documents_of(self, owner: str, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:

@@ -21,6 +21,7 @@ from pgrecall.domain.validation import (
 )
 from pgrecall.errors import InvalidInputError
 from pgrecall.services.transfer.fields import opt_id, opt_str, timestamp
+from pgrecall.store.documents import DocumentDraft
 from pgrecall.store.transfer import StagedDocument
 
 DOCUMENT_FIELDS = (
@@ -105,12 +106,10 @@ def parse_document(
     if fmt not in FORMATS:
         raise InvalidInputError("format", f"must be one of {', '.join(FORMATS)}")
     language = language_of(obj.get("language"), text[:_LANGUAGE_SAMPLE_CHARS])
-    return StagedDocument(
-        owner=owner,
-        id=ident,
+    draft = DocumentDraft(
         source=source,
         title=check_title(opt_str(obj, "title")),
-        version_label=check_version(opt_str(obj, "version_label"), "version_label"),
+        version=check_version(opt_str(obj, "version_label"), "version_label"),
         format=fmt,
         language=language,
         metadata=check_metadata(obj.get("metadata")),
@@ -118,6 +117,11 @@ def parse_document(
         text=text,
         size_bytes=_count(obj, "size_bytes"),
         mtime=timestamp(obj, "mtime"),
+    )
+    return StagedDocument(
+        owner=owner,
+        id=ident,
+        draft=draft,
         chunk_count=_count(obj, "chunk_count", default=0) or 0,
         created_at=timestamp(obj, "created_at"),
         updated_at=timestamp(obj, "updated_at"),
