@@ -12,6 +12,7 @@ import pytest
 
 from pgrecall.app import App
 from pgrecall.config import Settings
+from pgrecall.domain.entries import EntryFilters
 from pgrecall.services.context import BuiltContext, build_context
 from pgrecall.services.documents import source_of
 from pgrecall.services.retrieval import RetrievalRequest
@@ -319,6 +320,43 @@ def test_a_new_title_alone_retitles_the_chunks_and_keeps_their_ids(app: App) -> 
     chunks = app.documents.store.chunks(OWNER, first.document.id)
     assert {c.id: c.content_hash for c in chunks} == before
     assert all((c.title or "").startswith("Operations guide") for c in chunks)
+
+
+def _front(tags: str | None) -> bytes:
+    head = ["---", "date: 2026-11-20", "reviewed: 2026-11-21T09:30:00+01:00"]
+    head += [] if tags is None else [f"tags: {tags}"]
+    return ("\n".join([*head, "---", ""]) + handbook(SECTIONS).decode()).encode()
+
+
+def _tagged(tag: str) -> SearchOptions:
+    return SearchOptions(filters=EntryFilters(tags_all=[tag]))
+
+
+def test_front_matter_dates_go_in_and_its_tags_tag_every_chunk(app: App) -> None:
+    first = app.documents.ingest(OWNER, _front("[ops, backups]"), source="notes/handbook.md")
+    assert first.document.metadata["front_matter"]["date"] == "2026-11-20"
+    assert first.document.metadata["front_matter"]["reviewed"] == "2026-11-21T09:30:00+01:00"
+    chunks = app.documents.store.chunks(OWNER, first.document.id)
+    ids = {c.id for c in chunks}
+    assert {tuple(c.tags) for c in chunks} == {("ops", "backups")}
+    hits = app.search.search(OWNER, "parrot reciting tide tables", options=_tagged("backups")).hits
+    assert hits and hits[0].document is not None and hits[0].document.section_path[-1] == "Backups"
+
+    # New tags in the front matter: every chunk kept (same ids), retagged.
+    retagged = app.documents.ingest(OWNER, _front('"#ops, #runbook"'), source="notes/handbook.md")
+    assert (retagged.status, retagged.written, retagged.kept) == ("updated", 0, len(ids))
+    chunks = app.documents.store.chunks(OWNER, first.document.id)
+    assert {c.id for c in chunks} == ids and {tuple(c.tags) for c in chunks} == {("ops", "runbook")}
+    assert not app.search.search(OWNER, "parrot reciting tide tables", options=_tagged("backups")).hits
+
+    # Front matter without tags: the document has none; without front matter it says nothing of them.
+    untagged = app.documents.ingest(OWNER, _front(None), source="notes/handbook.md")
+    assert untagged.status == "updated"
+    assert all(not c.tags for c in app.documents.store.chunks(OWNER, first.document.id))
+    plain = app.documents.ingest(OWNER, handbook(SECTIONS), source="notes/other.md", tags=["given"])
+    again = app.documents.ingest(OWNER, handbook(SECTIONS), source="notes/other.md")
+    assert again.status == "unchanged"
+    assert all(c.tags == ["given"] for c in app.documents.store.chunks(OWNER, plain.document.id))
 
 
 GUIDE = """# Operations guide

@@ -19,6 +19,8 @@ from pgrecall.chunking import (
     detect_format,
     parse,
 )
+from pgrecall.domain.validation import check_metadata
+from pgrecall.errors import InvalidInputError
 
 
 def _spans_ok(doc: ParsedDocument, chunks: list[Chunk], max_chars: int) -> None:
@@ -330,3 +332,34 @@ def test_defaults_and_bad_sizes() -> None:
     doc = parse(b"x", "text")
     with pytest.raises(ValueError, match="max_chars"):
         chunk(doc, max_chars=0)
+
+
+def test_front_matter_values_become_plain_json_and_its_tags_are_read() -> None:
+    text = (
+        "---\ndate: 2026-11-20\nat: 2026-11-20 10:00:00\n1: one\nnan: .nan\nblob: !!binary aGk=\n"
+        "tags: '#a, b c'\n---\n# T\n\nBody text.\n"
+    )
+    doc = parse(text.encode(), "markdown", name="n.md")
+    front = doc.metadata["front_matter"]
+    assert front == {
+        "date": "2026-11-20",
+        "at": "2026-11-20T10:00:00",
+        "1": "one",
+        "nan": "nan",
+        "blob": "aGk=",
+        "tags": "#a, b c",
+    }
+    assert doc.tags == ("a", "b", "c")
+    assert parse(b"---\ntags: [x, 2]\n---\n# T\n\nBody.\n", "markdown").tags == ("x", "2")
+    assert parse(b"---\ntitle: t\n---\n# T\n\nBody.\n", "markdown").tags == ()
+    assert parse(b"# T\n\nBody.\n", "markdown").tags is None
+
+
+def test_a_front_matter_alias_bomb_is_left_for_the_metadata_check() -> None:
+    bomb = "---\na: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(12)
+    )
+    doc = parse((bomb + "---\n# T\n\nBody.\n").encode(), "markdown")
+    with pytest.raises(InvalidInputError, match="metadata"):
+        check_metadata(doc.metadata)

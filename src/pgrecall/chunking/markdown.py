@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import json
+import math
+import re
 from functools import cache
 from typing import Any
 
@@ -13,6 +18,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from pgrecall.chunking.blocks import HEADING, LINES, PROSE, Block
 from pgrecall.chunking.model import Heading
 from pgrecall.chunking.segment import trim
+from pgrecall.domain.validation import metadata_shape_error
 
 _KINDS = {
     "paragraph_open": PROSE,
@@ -54,8 +60,60 @@ def front_matter(text: str) -> dict[str, Any]:
                 loaded = yaml.safe_load(token.content)
             except yaml.YAMLError:
                 return {}
-            return loaded if isinstance(loaded, dict) else {}
+            if not isinstance(loaded, dict):
+                return {}
+            # A shape the metadata check refuses (too deep, too many values: a YAML alias bomb) is
+            # left as it is, for that check to name; walking it here could take forever.
+            return loaded if metadata_shape_error(loaded) else _plain(loaded)
     return {}
+
+
+def _plain(value: Any) -> Any:
+    """YAML's values as JSON's: dates and times in ISO 8601, sets as lists, keys as text.
+
+    Front matter routinely holds `date: 2026-11-20`, which YAML reads as a date that JSON (the
+    metadata column) cannot hold; ".nan" and binary scalars have no JSON form either.
+    """
+    if isinstance(value, dict):
+        return {_key(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_plain(v) for v in value), key=json.dumps)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, str | int | float):  # bool is an int
+        return value
+    if isinstance(value, dt.date | dt.time):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    plain = _plain(key)
+    return plain if isinstance(plain, str) else json.dumps(plain)
+
+
+def tags(meta: dict[str, Any]) -> tuple[str, ...] | None:
+    """The front matter's `tags` (a list, or one string of comma- or space-separated tags).
+
+    None without front matter (the document says nothing of its tags); none when the front
+    matter has no `tags`. A leading "#" (Obsidian's inline form) is dropped.
+    """
+    if not meta:
+        return None
+    value = meta.get("tags")
+    if value is None:
+        return ()
+    items = re.split(r"[,\s]+", value) if isinstance(value, str) else value
+    if not isinstance(items, list):
+        items = [items]
+    out = (item if isinstance(item, str) else json.dumps(item) for item in items)
+    return tuple(t for t in (item.strip().lstrip("#").strip() for item in out) if t)
 
 
 def blocks(text: str) -> list[Block]:

@@ -45,6 +45,8 @@ class ParsedDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
     pages: tuple[tuple[int, int], ...] = ()
     headings: tuple[Heading, ...] = ()
+    # The document's own tags (Markdown front matter); None: it names none.
+    tags: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ def parse(data: bytes, fmt: str, *, name: str | None = None) -> ParsedDocument:
         if not blocks:
             raise DocumentError("empty document")
         title = markdown.title(blocks, front) or first_line(text[blocks[0].start : blocks[0].end])
-        return ParsedDocument(text, fmt, title, metadata)
+        return ParsedDocument(text, fmt, title, metadata, tags=markdown.tags(front))
     if fmt == "rst":
         headings = rst.headings(text)
         top = min((h.level for h in headings), default=0)

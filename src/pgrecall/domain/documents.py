@@ -63,6 +63,7 @@ class StoredChunk:
     ordinal: int
     content_hash: str
     section_path: tuple[str, ...]
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

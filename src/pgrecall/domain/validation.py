@@ -136,7 +136,7 @@ def check_tags(values: Sequence[str] | None, field: str = "tags") -> list[str]:
     return list(out)
 
 
-def _shape_error(value: Any) -> str | None:
+def metadata_shape_error(value: Any) -> str | None:
     """Why a metadata value is refused before it is encoded: too deep, or too many values.
 
     Iterative, and it never descends past the depth limit nor pushes more than
@@ -165,7 +165,7 @@ def check_metadata(value: dict[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInputError("metadata", "must be a JSON object")
-    shape = _shape_error(value)
+    shape = metadata_shape_error(value)
     if shape is not None:
         raise InvalidInputError("metadata", shape)
     try:

@@ -178,7 +178,10 @@ class DocumentService:
         to_embed = [d for d, _ in plan_chunks(before, drafts).insert]
         languages = self._chunk_languages(language, resolved, parsed.text[:DETECT_SAMPLE_CHARS], to_embed)
         vectors = self._embed(doc_title, to_embed, progress)
-        return self._write(owner, draft, drafts, resolved, vectors, check_tags(tags), languages)
+        # The caller's tags, else the document's own (front matter), else those it had.
+        own_tags = tags if tags is not None else parsed.tags
+        doc_tags = check_tags(own_tags) if own_tags is not None else None
+        return self._write(owner, draft, drafts, resolved, vectors, doc_tags, languages)
 
     def _chunk_languages(
         self, explicit: str | None, document: Resolved, sample: str, drafts: Sequence[ChunkDraft]
@@ -236,25 +239,35 @@ class DocumentService:
         drafts: list[ChunkDraft],
         resolved: Resolved,
         vectors: dict[str, list[float]],
-        tags: Sequence[str] = (),
+        tags: Sequence[str] | None = None,
         languages: dict[str, Resolved] | None = None,
     ) -> Ingested:
         model = self.entries.embedder.model if self.entries.embedder is not None else None
         own = languages or {}
         with self.store.writing(owner, draft.source, draft.version) as writer:
             live = writer.live(draft.source, draft.version)
-            plan = plan_chunks(writer.current_chunks(live.id) if live is not None else [], drafts)
+            current = writer.current_chunks(live.id) if live is not None else []
+            plan = plan_chunks(current, drafts)
+            # Tags named (by the caller or the document) apply to every chunk; otherwise kept chunks
+            # keep theirs (an update_entry may have changed one) and new ones take the first's.
+            doc_tags = tuple(tags) if tags is not None else current[0].tags if current else ()
+            retag = tags is not None and any(old.tags != doc_tags for old, _ in plan.keep)
             same = live is not None and (live.content_hash, live.title) == (draft.content_hash, draft.title)
-            if live is not None and same and plan.unchanged:
+            if live is not None and same and plan.unchanged and not retag:
                 writer.set_fingerprint(live.id, draft.size_bytes, draft.mtime)
                 return Ingested(live, "unchanged", 0, len(plan.keep), 0, 0, 0, resolved)
             document = writer.save(live.id if live is not None else None, draft)
             retitled = live is not None and live.title != draft.title
             for old, new in plan.keep:
-                if retitled or old.ordinal != new.ordinal or old.section_path != new.section_path:
-                    writer.place(
-                        old.id, new.ordinal, new.section_path, chunk_title(draft.title, new.section_path)
-                    )
+                if (
+                    retitled
+                    or old.ordinal != new.ordinal
+                    or old.section_path != new.section_path
+                    or (tags is not None and old.tags != doc_tags)
+                ):
+                    title = chunk_title(draft.title, new.section_path)
+                    kept_tags = doc_tags if tags is not None else old.tags
+                    writer.place(old.id, new.ordinal, new.section_path, title, kept_tags)
             news = [
                 self._new_chunk(
                     document,
@@ -263,7 +276,7 @@ class DocumentService:
                     own.get(d.content_hash, resolved),
                     vectors.get(d.content_hash),
                     model,
-                    tags,
+                    doc_tags,
                 )
                 for d, replaces in plan.insert
             ]

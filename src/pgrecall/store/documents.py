@@ -73,7 +73,7 @@ RETURNING {DOC_COLUMNS}
 """
 
 SQL_CURRENT_CHUNKS = f"""
-SELECT e.id, e.ordinal, e.content_hash, coalesce(e.section_path, '{{}}') AS section_path
+SELECT e.id, e.ordinal, e.content_hash, coalesce(e.section_path, '{{}}') AS section_path, e.tags
 FROM entries e
 WHERE e.owner = %(owner)s AND e.document_id = %(id)s AND e.deleted_at IS NULL AND {not_superseded("e")}
 ORDER BY e.ordinal, e.id
@@ -93,7 +93,8 @@ WHERE e.owner = %(owner)s AND e.deleted_at IS NULL AND {not_superseded("e")}
 """
 
 SQL_PLACE_CHUNK = """
-UPDATE entries SET ordinal = %(ordinal)s, section_path = %(section_path)s, title = %(title)s
+UPDATE entries SET ordinal = %(ordinal)s, section_path = %(section_path)s, title = %(title)s,
+    tags = %(tags)s
 WHERE owner = %(owner)s AND id = %(id)s
 """
 
@@ -220,18 +221,27 @@ class DocumentWriter:
     def current_chunks(self, document_id: uuid.UUID) -> list[StoredChunk]:
         """The document's live, not superseded chunks in order."""
         rows = self.conn.execute(SQL_CURRENT_CHUNKS, {"owner": self.owner, "id": document_id}).fetchall()
-        return [StoredChunk(r["id"], r["ordinal"], r["content_hash"], tuple(r["section_path"])) for r in rows]
+        return [
+            StoredChunk(r["id"], r["ordinal"], r["content_hash"], tuple(r["section_path"]), tuple(r["tags"]))
+            for r in rows
+        ]
 
     def place(
-        self, chunk_id: uuid.UUID, ordinal: int, section_path: Sequence[str], title: str | None
+        self,
+        chunk_id: uuid.UUID,
+        ordinal: int,
+        section_path: Sequence[str],
+        title: str | None,
+        tags: Sequence[str],
     ) -> None:
-        """Move a kept chunk to its new place."""
+        """Move a kept chunk to its new place, under the document's title and tags."""
         params = {
             "owner": self.owner,
             "id": chunk_id,
             "ordinal": ordinal,
             "section_path": list(section_path),
             "title": title,
+            "tags": list(tags),
         }
         self.conn.execute(SQL_PLACE_CHUNK, params)
 
