@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,42 @@ def test_reingest_is_a_diff(app: App, db_url: str) -> None:
     hits = app.search.search(OWNER, "which port does the server listen on", top_k=10).hits
     assert all(h.id != str(old.id) for h in hits)
     assert any("9090" in h.snippet for h in hits)
+
+
+def test_a_moved_file_or_a_new_version_embeds_only_new_texts(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = app.entries.embedder
+    assert embedder is not None
+    embedded: list[str] = []
+    real = embedder.embed_passages
+
+    def counted(texts: Sequence[str]) -> list[list[float]]:
+        embedded.extend(texts)
+        return real(texts)
+
+    monkeypatch.setattr(embedder, "embed_passages", counted)
+    first = app.documents.ingest(OWNER, handbook(SECTIONS), source="old/handbook.md")
+    assert len(embedded) == first.written > 1
+    embedded.clear()
+
+    moved = app.documents.ingest(OWNER, handbook(SECTIONS), source="new/handbook.md")
+    assert moved.status == "created" and moved.written == first.written and moved.vector_pending == 0
+    assert embedded == []
+    model = embedder.model
+    old = [c.id for c in app.documents.store.chunks(OWNER, first.document.id)]
+    new = [c.id for c in app.documents.store.chunks(OWNER, moved.document.id)]
+    vectors = [app.entries.store.vectors(OWNER, ids, model) for ids in (old, new)]
+    assert len(vectors[1]) == len(new)
+    assert sorted(map(tuple, vectors[0].values())) == sorted(map(tuple, vectors[1].values()))
+
+    edited = dict(SECTIONS, Networking=SECTIONS["Networking"].replace("8080", "9090"))
+    v2 = app.documents.ingest(OWNER, handbook(edited), source="old/handbook.md", version="2")
+    assert v2.written == first.written and embedded and all("9090" in text for text in embedded)
+    # Another title is another embedded text: nothing is taken from the old one.
+    embedded.clear()
+    app.documents.ingest(OWNER, handbook(SECTIONS), source="t/handbook.md", title="Runbook")
+    assert len(embedded) == first.written
 
 
 def test_versions_live_side_by_side_and_delete_restores_chunks(app: App) -> None:

@@ -177,7 +177,7 @@ class DocumentService:
         _, before = self.store.live(owner, clean_source, clean_version)
         to_embed = [d for d, _ in plan_chunks(before, drafts).insert]
         languages = self._chunk_languages(language, resolved, parsed.text[:DETECT_SAMPLE_CHARS], to_embed)
-        vectors = self._embed(doc_title, to_embed, progress)
+        vectors = self._embed(owner, doc_title, to_embed, progress)
         # The caller's tags, else the document's own (front matter), else those it had.
         own_tags = tags if tags is not None else parsed.tags
         doc_tags = check_tags(own_tags) if own_tags is not None else None
@@ -209,14 +209,24 @@ class DocumentService:
         return found
 
     def _embed(
-        self, doc_title: str | None, drafts: Sequence[ChunkDraft], progress: Progress | None
+        self, owner: str, doc_title: str | None, drafts: Sequence[ChunkDraft], progress: Progress | None
     ) -> dict[str, list[float]]:
-        """Vectors of the drafts' texts by hash; an embedder failure leaves the rest pending."""
+        """Vectors of the drafts' texts by hash; an embedder failure leaves the rest pending.
+
+        A text the owner has stored before under the same title (a moved file, another version of
+        the document, a restored one) takes its stored vector: it is what embedding it again gives.
+        """
         embedder = self.entries.embedder
         vectors: dict[str, list[float]] = {}
         if embedder is None:
             return vectors
-        todo = list({d.content_hash: d for d in drafts}.values())
+        unique = {d.content_hash: d for d in drafts}
+        stored = self.entries.store.vectors_by_text(owner, list(unique), embedder.model) if unique else {}
+        for key, draft in unique.items():
+            known = stored.get((key, chunk_title(doc_title, draft.section_path)))
+            if known is not None:
+                vectors[key] = known
+        todo = [d for key, d in unique.items() if key not in vectors]
         for start in range(0, len(todo), _EMBED_BATCH):
             batch = todo[start : start + _EMBED_BATCH]
             texts = [embedding_text(chunk_title(doc_title, d.section_path), d.text) for d in batch]

@@ -40,6 +40,7 @@ from pgrecall.store.entries_sql import (
     SQL_SOFT_DELETE,
     SQL_UPDATE,
     SQL_VECTORS,
+    SQL_VECTORS_BY_TEXT,
 )
 from pgrecall.store.filters import compile_filters, filter_counts_statement
 from pgrecall.store.scope import owner_transaction
@@ -352,6 +353,15 @@ class EntryStore:
             params = {"owner": owner, "ids": list(ids), "model": model}
             rows = conn.execute(SQL_VECTORS, params, binary=True).fetchall()
         return {r["id"]: r["embedding"].tolist() for r in rows}
+
+    def vectors_by_text(
+        self, owner: str, hashes: Sequence[str], model: str
+    ) -> dict[tuple[str, str | None], builtins.list[float]]:
+        """Stored vectors of `model` by (content hash, title): what an entry of that text embeds."""
+        with owner_transaction(self.pool, owner) as conn:
+            params = {"owner": owner, "hashes": list(hashes), "model": model}
+            rows = conn.execute(SQL_VECTORS_BY_TEXT, params, binary=True).fetchall()
+        return {(r["content_hash"], r["title"]): r["embedding"].tolist() for r in rows}
 
     def schema_revision(self) -> str | None:
         """The Alembic revision of the database (read through the pool, no extra connection)."""

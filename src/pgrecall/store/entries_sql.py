@@ -122,6 +122,14 @@ SELECT id, embedding FROM entries
 WHERE owner = %(owner)s AND id = ANY(%(ids)s::uuid[]) AND embedding_model = %(model)s
 """
 
+# Any entry of the owner, deleted or superseded too: a moved file or a new version of a document
+# repeats texts whose vectors are already stored.
+SQL_VECTORS_BY_TEXT = """
+SELECT DISTINCT ON (content_hash, title) content_hash, title, embedding FROM entries
+WHERE owner = %(owner)s AND content_hash = ANY(%(hashes)s) AND embedding_model = %(model)s
+    AND embedding IS NOT NULL
+"""
+
 SQL_SCHEMA_REVISION = "SELECT version_num FROM alembic_version"
 
 SQL_OWNERS = "SELECT DISTINCT owner FROM entries ORDER BY owner"
