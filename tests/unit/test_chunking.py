@@ -301,7 +301,7 @@ def test_binary_invalid_utf8_and_empty_input_are_document_errors() -> None:
         detect_format("picture.md", png)
     with pytest.raises(DocumentError, match="binary file"):
         parse(png, "markdown")
-    with pytest.raises(DocumentError, match=r"^invalid UTF-8 at byte 6$"):
+    with pytest.raises(DocumentError, match=r"^invalid UTF-8 at byte 6 \(and no other encoding declared\)"):
         parse(b"hello \xff world", "text")
     with pytest.raises(DocumentError, match="empty document"):
         parse(b" \n\t\n", "text")
@@ -363,3 +363,21 @@ def test_a_front_matter_alias_bomb_is_left_for_the_metadata_check() -> None:
     doc = parse((bomb + "---\n# T\n\nBody.\n").encode(), "markdown")
     with pytest.raises(InvalidInputError, match="metadata"):
         check_metadata(doc.metadata)
+
+
+def test_an_html_page_is_read_in_the_encoding_its_meta_declares() -> None:
+    latin = "<html><head><meta http-equiv='Content-Type' content='text/html; charset=ISO-8859-1'>"
+    latin += "<title>Café</title></head><body><p>Crème “brûlée” au théâtre</p></body></html>"
+    # Declared Latin-1 is read as browsers read it: windows-1252 (its curly quotes included).
+    assert parse(latin.encode("cp1252"), "html").text == "Crème “brûlée” au théâtre"
+    euc = '<meta charset="euc-jp"><h1>日本</h1><p>データベースのバックアップ</p>'.encode("euc_jp")
+    assert parse(euc, "html").text == "日本\n\nデータベースのバックアップ"
+    # UTF-8 under a Latin-1 label (a common misconfiguration) stays UTF-8.
+    mislabelled = '<meta charset="iso-8859-1"><p>Café crème</p>'.encode()
+    assert parse(mislabelled, "html").text == "Café crème"
+    with pytest.raises(DocumentError, match=r"^invalid UTF-8 at byte 15 \(and no other encoding"):
+        parse(b"<p>no meta, caf\xe9</p>", "html")
+    with pytest.raises(DocumentError, match=r"^invalid UTF-8 at byte \d+ \(and no other encoding"):
+        parse(b'<meta charset="klingon-8"><p>caf\xe9</p>', "html")
+    with pytest.raises(DocumentError, match=r"^invalid shift_jis \(the encoding it declares\) at byte"):
+        parse(b'<meta charset="shift_jis"><p>\x81\xff</p>', "html")

@@ -63,8 +63,13 @@ def detect_format(name: str | None, data: bytes) -> str:
     return "text"
 
 
-def decode(data: bytes) -> str:
-    """UTF-8 (or UTF-16 with a byte-order mark) to str; binary or invalid data is a DocumentError."""
+def decode(data: bytes, declared: str | None = None) -> str:
+    """UTF-8 (or UTF-16 with a byte-order mark) to str; binary or invalid data is a DocumentError.
+
+    `declared`: the encoding the document names (an HTML page's <meta>), a Python codec name. It is
+    used only when the data is not UTF-8: pages that declare Latin-1 but are UTF-8 are common, and
+    valid UTF-8 with accents is almost never meant as anything else.
+    """
     if _utf16(data):
         try:
             return data.decode("utf-16")
@@ -75,7 +80,15 @@ def decode(data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DocumentError(f"invalid UTF-8 at byte {exc.start}") from exc
+        if declared is None or data.startswith(codecs.BOM_UTF8):
+            raise DocumentError(
+                f"invalid UTF-8 at byte {exc.start} (and no other encoding declared): "
+                "convert it to UTF-8 first, e.g. with iconv"
+            ) from exc
+    try:
+        return data.decode(declared)
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"invalid {declared} (the encoding it declares) at byte {exc.start}") from exc
 
 
 def normalize(text: str, *, drop_nul: bool = False) -> str:

@@ -7,6 +7,9 @@ by a blank line, a list as one line per item, a table as one line per row (cells
 
 from __future__ import annotations
 
+import codecs
+from email.message import Message
+
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from pgrecall.chunking.decode import normalize
@@ -87,6 +90,38 @@ class _Writer:
         self.end_block()
         if text.strip():
             self.blocks.append((text.strip("\n"), 0))
+
+
+# The WHATWG Encoding standard's reading of labels Python maps otherwise: a page labelled Latin-1 or
+# ASCII is decoded as windows-1252 by every browser, and a <meta> can never mean UTF-16.
+_AS_BROWSERS_DO = {"iso8859-1": "cp1252", "ascii": "cp1252", "utf-16": "utf-8"}
+# How far into a page browsers look for a <meta> naming its encoding.
+_PRESCAN_BYTES = 1024
+
+
+def declared_encoding(data: bytes) -> str | None:
+    """The encoding a page names in a <meta> (charset, or http-equiv Content-Type), as a codec name.
+
+    None when it names none, or one Python does not know.
+    """
+    # Latin-1 maps every byte to a character: the markup, ASCII in any encoding a meta may name,
+    # reads the same whatever the page's encoding is.
+    head = LexborHTMLParser(data[:_PRESCAN_BYTES].decode("latin-1"))
+    for meta in head.css("meta"):
+        label = meta.attributes.get("charset")
+        if label is None and (meta.attributes.get("http-equiv") or "").lower() == "content-type":
+            header = Message()
+            header["content-type"] = meta.attributes.get("content") or ""
+            param = header.get_param("charset")
+            label = param if isinstance(param, str) else None
+        if not label:
+            continue
+        try:
+            name = codecs.lookup(label.strip()).name
+        except LookupError:
+            continue
+        return _AS_BROWSERS_DO.get(name.removesuffix("-le").removesuffix("-be"), name)
+    return None
 
 
 def _walk(node: LexborNode, out: _Writer) -> None:

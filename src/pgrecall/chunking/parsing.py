@@ -23,7 +23,7 @@ def parse(data: bytes, fmt: str, *, name: str | None = None) -> ParsedDocument:
     if fmt == "pdf":
         text, title, pdf_meta, pages = pdf.extract(data)
         return ParsedDocument(text, fmt, title, {**metadata, **pdf_meta}, pages)
-    text = normalize(decode(data))
+    text = normalize(decode(data, html.declared_encoding(data) if fmt == "html" else None))
     if not text.strip():
         raise DocumentError("empty document")
     if fmt == "html":
