@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -233,7 +234,16 @@ def test_context_adds_neighbours_while_the_budget_has_room(app: App) -> None:
     added = [c for c in wider.citations if c.neighbour]
     assert added, "a neighbour of the cited chunk should fit in 2000 tokens"
     assert all(c.document and any(abs(c.document.ordinal - o) == 1 for o in found) for c in added)
-    assert "(continued)" in wider.context  # adjacent chunks read as one passage
+    # Adjacent chunks read as one passage; each still names its hash, and a new section its path.
+    runs = 0
+    for before, cited in itertools.pairwise(wider.citations):
+        a, b = before.document, cited.document
+        if a is None or b is None or a.id != b.id or b.ordinal != a.ordinal + 1:
+            continue
+        runs += 1
+        path = ": " + " › ".join(b.section_path) if b.section_path != a.section_path else ""
+        assert f"[{cited.label}] (continued{path}) · chunk {cited.content_hash[:15]}\n" in wider.context
+    assert runs
     assert wider.total_tokens <= 2000
 
 

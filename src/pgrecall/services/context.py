@@ -88,15 +88,18 @@ class BuiltContext:
     trace: list[dict[str, Any]] = field(default_factory=list)
 
 
-def render_block(label: str, ranked: Ranked, *, continued: bool = False) -> str:
-    """`[S1] Title — source` then the stored text, unmodified.
+def render_block(label: str, ranked: Ranked, *, after: Ranked | None = None) -> str:
+    """`[S1] Title — source · chunk hash` then the stored text, unmodified.
 
-    A chunk right after the previous chunk of its document (`continued`) says only that: the run
-    reads as one passage, each chunk still cited by its own label and hash.
+    A chunk right after `after`, the previous chunk of its document, is `[S2] (continued) · chunk
+    hash`: the run reads as one passage, each chunk still cited by its own label and hash; one that
+    starts another section names it, `(continued: Guide › Networking)`.
     """
     entry = ranked.entry
-    if continued:
-        return f"[{label}] (continued)\n{entry.body}"
+    if after is not None and _continues(after, ranked):
+        path = entry.section_path or []
+        moved = f": {' › '.join(path)}" if path and path != (after.entry.section_path or []) else ""
+        return f"[{label}] (continued{moved}) · chunk {entry.content_hash[:15]}\n{entry.body}"
     head = f"[{label}] {entry.title or '(untitled)'}"
     if entry.source:
         head += f" — {entry.source}"
@@ -398,7 +401,7 @@ class _Assembly:
             labels.append(label)
             entry = ranked.entry
             self.used_ids.add(str(entry.id))
-            self.blocks.append(render_block(label, ranked, continued=_continues(previous, ranked)))
+            self.blocks.append(render_block(label, ranked, after=previous))
             previous = ranked
             document = places.get(entry.document_id) if entry.document_id else None
             self.citations.append(_citation(label, ranked, section, document))
