@@ -379,5 +379,9 @@ def test_an_html_page_is_read_in_the_encoding_its_meta_declares() -> None:
         parse(b"<p>no meta, caf\xe9</p>", "html")
     with pytest.raises(DocumentError, match=r"^invalid UTF-8 at byte \d+ \(and no other encoding"):
         parse(b'<meta charset="klingon-8"><p>caf\xe9</p>', "html")
+    # Python's transforms and escapes are no page's encoding: ignored, as browsers ignore them.
+    for label in ("zlib", "base64", "rot13", "unicode_escape", "utf-7", "undefined", "idna"):
+        with pytest.raises(DocumentError, match=r"^invalid UTF-8 at byte \d+ \(and no other encoding"):
+            parse(f'<meta charset="{label}"><p>caf\xe9</p>'.encode("latin-1"), "html")
     with pytest.raises(DocumentError, match=r"^invalid shift_jis \(the encoding it declares\) at byte"):
         parse(b'<meta charset="shift_jis"><p>\x81\xff</p>', "html")

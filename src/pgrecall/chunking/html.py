@@ -94,7 +94,31 @@ class _Writer:
 
 # The WHATWG Encoding standard's reading of labels Python maps otherwise: a page labelled Latin-1 or
 # ASCII is decoded as windows-1252 by every browser, and a <meta> can never mean UTF-16.
-_AS_BROWSERS_DO = {"iso8859-1": "cp1252", "ascii": "cp1252", "utf-16": "utf-8"}
+_AS_BROWSERS_DO = {"iso8859-1": "cp1252", "ascii": "cp1252", "utf-16": "utf-8", "gb2312": "gbk"}
+# Labels browsers accept that Python's codec registry does not know.
+_BROWSER_LABELS = {
+    "windows-874": "cp874",
+    "dos-874": "cp874",
+    "tis-620": "cp874",
+    "iso-8859-11": "cp874",
+    "x-mac-cyrillic": "mac-cyrillic",
+    "x-mac-roman": "mac-roman",
+    "windows-31j": "cp932",
+    "x-sjis": "cp932",
+    "windows-949": "cp949",
+    "x-gbk": "gbk",
+    "x-euc-jp": "euc_jp",
+    "x-cp1252": "cp1252",
+}
+# The encodings browsers decode pages in (WHATWG Encoding), by Python codec name. Any other label
+# is ignored, as browsers ignore it: Python's codecs also include transforms (zlib, base64) and
+# escapes (unicode_escape, utf-7) that no page is written in.
+_BROWSER_ENCODINGS = frozenset(
+    ["utf-8", "cp866", "koi8-r", "koi8-u", "mac-roman", "mac-cyrillic", "cp874"]
+    + [f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)]
+    + [f"cp{n}" for n in range(1250, 1259)]
+    + ["gbk", "gb18030", "big5", "euc_jp", "iso2022_jp", "shift_jis", "cp932", "euc_kr", "cp949"]
+)
 # How far into a page browsers look for a <meta> naming its encoding.
 _PRESCAN_BYTES = 1024
 
@@ -102,7 +126,7 @@ _PRESCAN_BYTES = 1024
 def declared_encoding(data: bytes) -> str | None:
     """The encoding a page names in a <meta> (charset, or http-equiv Content-Type), as a codec name.
 
-    None when it names none, or one Python does not know.
+    None when it names none, or none that browsers decode pages in.
     """
     # Latin-1 maps every byte to a character: the markup, ASCII in any encoding a meta may name,
     # reads the same whatever the page's encoding is.
@@ -117,10 +141,11 @@ def declared_encoding(data: bytes) -> str | None:
         if not label:
             continue
         try:
-            name = codecs.lookup(label.strip()).name
+            name = codecs.lookup(_BROWSER_LABELS.get(label.strip().lower(), label.strip())).name
         except LookupError:
             continue
-        return _AS_BROWSERS_DO.get(name.removesuffix("-le").removesuffix("-be"), name)
+        name = _AS_BROWSERS_DO.get(name.removesuffix("-le").removesuffix("-be"), name)
+        return name if name in _BROWSER_ENCODINGS else None
     return None
 
 
