@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pgrecall.daemon import HoldersFile
 from pgrecall.db.privatedir import RunDirError, ensure_private_dir, verify_private_dir
 from pgrecall.db.socketdir import SocketDir
 
@@ -32,6 +33,12 @@ def worker_dir(home: Path) -> Path:
 def ensure_worker_dir(home: Path) -> Path:
     """`<home>/worker`, created 0700 if missing and checked if present (RunDirError if not private)."""
     return ensure_private_dir(worker_dir(home))
+
+
+def holders_file(home: Path) -> HoldersFile:
+    """The worker's holders file and the lock that serializes starting it."""
+    wdir = worker_dir(home)
+    return HoldersFile(wdir / "holders.json", wdir / "lock")
 
 
 def socket_path(home: Path, *, create: bool) -> Path | None:

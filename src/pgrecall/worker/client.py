@@ -53,6 +53,11 @@ def _chunks(texts: list[str], max_texts: int, max_chars: int) -> Iterator[list[s
         yield chunk
 
 
+def _languages(codes: Iterable[str]) -> list[str]:
+    # As the worker keys its detectors: lower case, each once, sorted.
+    return sorted({code.lower() for code in codes})
+
+
 class WorkerClient:
     """Requests to the worker of one PGRECALL_HOME, starting (and restarting) it when needed."""
 
@@ -161,6 +166,14 @@ class WorkerClient:
             )
         self.request("/warm", payload, timeout=5.0)
 
+    def load_state(self, section: str, key: str, default: str) -> str:
+        """A load state from `status` ('idle', 'loading', 'ready' or 'failed: …'), never starting a load."""
+        try:
+            states = self.status(timeout=2.0).get(section, {})
+        except EmbeddingError as exc:
+            return f"failed: {exc}"
+        return str(states.get(key, default))
+
     def close(self) -> None:
         """Stop holding the worker (it exits after its grace period if nobody else holds it)."""
         with self._lock:
@@ -208,11 +221,7 @@ class WorkerEmbedder:
 
     def state(self) -> str:
         """Embedder load state in the worker: 'idle', 'loading', 'ready' or 'failed: …'."""
-        try:
-            models = self.client.status(timeout=2.0).get("models", {})
-        except EmbeddingError as exc:
-            return f"failed: {exc}"
-        return str(models.get("embedder", "unknown"))
+        return self.client.load_state("models", "embedder", "unknown")
 
     def ready(self) -> bool:
         """True when a query would be embedded now, not after a model load (search can go lexical-only)."""
@@ -273,12 +282,7 @@ class WorkerDetector:
 
     def state(self, codes: Iterable[str]) -> str:
         """Load state of the detector for these codes: 'idle', 'loading', 'ready' or 'failed: …'."""
-        key = ",".join(sorted({code.lower() for code in codes}))
-        try:
-            detectors = self.client.status(timeout=2.0).get("detectors", {})
-        except EmbeddingError as exc:
-            return f"failed: {exc}"
-        return str(detectors.get(key, "idle"))
+        return self.client.load_state("detectors", ",".join(_languages(codes)), "idle")
 
     def ready(self, codes: Iterable[str]) -> bool:
         """True when detection for these codes would not wait for lingua to load."""
@@ -292,7 +296,7 @@ class WorkerDetector:
     ) -> list[Detection]:
         """Detect the language of each text among codes; WorkerUnavailableError on failure."""
         items = check_texts(texts)
-        payload = {"codes": sorted({code.lower() for code in codes}), "thresholds": thresholds.as_dict()}
+        payload = {"codes": _languages(codes), "thresholds": thresholds.as_dict()}
         out: list[Detection] = []
         for chunk in _chunks(items, 256, _CHUNK_CHARS):
             try:

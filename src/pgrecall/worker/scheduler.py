@@ -100,15 +100,14 @@ class Scheduler:
         self._cond = threading.Condition()
         self._queries: deque[Job] = deque()
         self._passages: deque[Job] = deque()
-        self._query_busy = False
-        self._running_queries = 0
-        self._running_passages = 0
+        # Texts in the encode call running now, per lane (the passage lane yields while queries run).
+        self._running = {"queries": 0, "passages": 0}
         # Counters for status: how the lanes cut the work (micro-batches, units).
         self._stats = {"query_batches": 0, "query_texts": 0, "passage_units": 0, "passage_texts": 0}
         self._stopping = False
         self._threads = [
-            threading.Thread(target=self._query_loop, name="lane-queries", daemon=True),
-            threading.Thread(target=self._passage_loop, name="lane-passages", daemon=True),
+            threading.Thread(target=self._lane, args=(kind,), name=f"lane-{kind}", daemon=True)
+            for kind in ("queries", "passages")
         ]
 
     def start(self) -> None:
@@ -116,7 +115,7 @@ class Scheduler:
         for thread in self._threads:
             thread.start()
 
-    def stop(self, reason: str = "worker shutting down") -> None:
+    def stop(self) -> None:
         """Fail everything queued and let the lanes exit after their current unit."""
         with self._cond:
             self._stopping = True
@@ -125,7 +124,7 @@ class Scheduler:
             self._passages.clear()
             self._cond.notify_all()
         for job in pending:
-            job.fail(reason)
+            job.fail("worker shutting down")
 
     def submit(self, job: Job) -> None:
         """Queue a job on its lane (and start loading the embedder if nothing has yet)."""
@@ -145,8 +144,8 @@ class Scheduler:
             return {
                 "queries": sum(len(j.texts) - j._next for j in self._queries),
                 "passages": sum(len(j.texts) - j._next for j in self._passages),
-                "running_queries": self._running_queries,
-                "running_passages": self._running_passages,
+                "running_queries": self._running["queries"],
+                "running_passages": self._running["passages"],
             }
 
     def stats(self) -> dict[str, int]:
@@ -173,26 +172,11 @@ class Scheduler:
                 job._next += take
                 if job._next == len(job.texts):
                     self._queries.popleft()
-            self._query_busy = bool(slots)
-            self._running_queries = len(slots)
+            self._running["queries"] = len(slots)
             if slots:
                 self._stats["query_batches"] += 1
                 self._stats["query_texts"] += len(slots)
             return slots
-
-    def _query_loop(self) -> None:
-        while True:
-            slots = self._take_queries()
-            if slots is None:
-                return
-            try:
-                if slots:
-                    self._run(slots, queries=True)
-            finally:
-                with self._cond:
-                    self._query_busy = False
-                    self._running_queries = 0
-                    self._cond.notify_all()
 
     # -- passage lane ---------------------------------------------------------------------------
 
@@ -205,7 +189,7 @@ class Scheduler:
                     return None
                 # Queries first: step aside while the query lane has work, for a bounded time.
                 deadline = time.monotonic() + self._max_yield_s
-                while (self._queries or self._query_busy) and not self._stopping:
+                while (self._queries or self._running["queries"]) and not self._stopping:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
@@ -217,7 +201,7 @@ class Scheduler:
                 unit = self._cut_unit()
                 if not unit:
                     continue
-                self._running_passages = len(unit)
+                self._running["passages"] = len(unit)
                 self._stats["passage_units"] += 1
                 self._stats["passage_texts"] += len(unit)
                 return unit
@@ -253,19 +237,20 @@ class Scheduler:
         self._passages.extend(requeue)
         return unit
 
-    def _passage_loop(self) -> None:
-        _lower_this_threads_priority(self._passage_nice)
-        while True:
-            unit = self._take_unit()
-            if unit is None:
-                return
+    # -- both lanes ----------------------------------------------------------------------------
+
+    def _lane(self, kind: str) -> None:
+        queries = kind == "queries"
+        if not queries:
+            _lower_this_threads_priority(self._passage_nice)
+        take = self._take_queries if queries else self._take_unit
+        while (slots := take()) is not None:
             try:
-                self._run(unit, queries=False)
+                self._run(slots, queries=queries)
             finally:
                 with self._cond:
-                    self._running_passages = 0
-
-    # -- shared ------------------------------------------------------------------------------
+                    self._running[kind] = 0
+                    self._cond.notify_all()  # a passage lane yielding to queries may go on
 
     def _run(self, slots: list[tuple[Job, int]], *, queries: bool) -> None:
         import numpy as np

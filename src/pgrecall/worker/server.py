@@ -45,10 +45,10 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from pgrecall.daemon import HoldersFile, watch_holders
+from pgrecall.daemon import watch_holders
 from pgrecall.db.privatedir import RunDirError, verify_private_dir
 from pgrecall.domain.language import Thresholds
-from pgrecall.worker import PROTOCOL_VERSION, ensure_worker_dir, socket_path
+from pgrecall.worker import PROTOCOL_VERSION, ensure_worker_dir, holders_file, socket_path
 from pgrecall.worker.detection import DetectPool
 from pgrecall.worker.models import EmbedderHost
 from pgrecall.worker.scheduler import Job, Scheduler
@@ -340,8 +340,8 @@ class WorkerServer:
         self, options: WorkerOptions, settings: Callable[[], Settings], identity: tuple[str, int]
     ) -> None:
         self.options = options
-        wdir = ensure_worker_dir(options.home)
-        self.holders = HoldersFile(wdir / "holders.json", wdir / "lock")
+        ensure_worker_dir(options.home)
+        self.holders = holders_file(options.home)
         path = options.socket or socket_path(options.home, create=False)
         if path is None:
             with self.holders.locked():
