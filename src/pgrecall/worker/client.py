@@ -195,7 +195,8 @@ class WorkerEmbedder:
         total_timeout_s: float | None = None,
     ) -> None:
         self.client = client
-        self._model, self._dim = identity
+        # The provider's identity (known from settings alone), which the worker must serve too.
+        self.model, self.dim = identity
         # A request's timeout is the client's base timeout plus this much per character sent.
         self.s_per_char = s_per_char
         # One bound over all chunks of one call (None: per-request timeouts only, for background work
@@ -208,16 +209,6 @@ class WorkerEmbedder:
         from pgrecall.embeddings.factory import expected_identity
 
         return cls(WorkerClient(settings, **client_options), expected_identity(settings))
-
-    @property
-    def model(self) -> str:
-        """Stable identity of the vectors (the provider's, not the worker's)."""
-        return self._model
-
-    @property
-    def dim(self) -> int:
-        """Vector length."""
-        return self._dim
 
     def state(self) -> str:
         """Embedder load state in the worker: 'idle', 'loading', 'ready' or 'failed: …'."""
@@ -251,7 +242,7 @@ class WorkerEmbedder:
             chars = sum(len(text) for text in chunk)
             timeout = self.client.timeout_s + chars * self.s_per_char
             reply = self.client.request(
-                f"/{kind}", {"texts": chunk, "model": self._model}, timeout=timeout, deadline=deadline
+                f"/{kind}", {"texts": chunk, "model": self.model}, timeout=timeout, deadline=deadline
             )
             try:
                 n, dim = (int(part) for part in reply.headers["X-Shape"].split(","))
@@ -260,7 +251,7 @@ class WorkerEmbedder:
                 raise WorkerUnavailableError(
                     f"bad vector reply from the worker: {exc}", reason="bad response"
                 ) from exc
-            out.extend(to_unit_rows(matrix, len(chunk), self._dim, f"worker ({self._model})"))
+            out.extend(to_unit_rows(matrix, len(chunk), self.dim, f"worker ({self.model})"))
         return out
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:

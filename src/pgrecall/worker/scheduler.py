@@ -15,12 +15,14 @@ the GIL and the engine keeps no shared scratch state, so the query lane runs bes
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING
 
 from pgrecall.worker.models import EmbedderHost
@@ -29,52 +31,40 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    Matrix = npt.NDArray[np.float32]
+    Vector = npt.NDArray[np.float32]
 
 log = logging.getLogger(__name__)
 
 
-class Job:
-    """One queries/passages request: its texts, and the vectors as the lanes fill them in."""
+class Job(Future["list[Vector]"]):
+    """One queries/passages request: its texts and, as a Future, their vectors in order.
+
+    Its caller cancels it on hanging up; lanes skip a job that is done in any way.
+    """
 
     def __init__(self, kind: str, texts: Sequence[str]) -> None:
+        super().__init__()
         self.kind = kind
         self.texts = list(texts)
-        self.vectors: list[npt.NDArray[np.float32] | None] = [None] * len(self.texts)
-        self.error: str | None = None
-        self.cancelled = False
-        self.done = threading.Event()
+        self._vectors: list[Vector | None] = [None] * len(self.texts)
         self._filled = 0
         self._next = 0  # first text no lane has taken yet
         if not self.texts:
-            self.done.set()
+            self.set_result([])
 
-    def fill(self, index: int, vector: npt.NDArray[np.float32]) -> None:
+    def fill(self, index: int, vector: Vector) -> None:
         """Store one vector; the job is done once every text has one."""
-        if self.vectors[index] is None:
+        if self._vectors[index] is None:
             self._filled += 1
-        self.vectors[index] = vector
+        self._vectors[index] = vector
         if self._filled == len(self.texts):
-            self.done.set()
+            with contextlib.suppress(InvalidStateError):  # cancelled meanwhile
+                self.set_result([v for v in self._vectors if v is not None])
 
     def fail(self, message: str) -> None:
-        """End the job with an error."""
-        if not self.done.is_set():
-            self.error = message
-            self.done.set()
-
-    def matrix(self, dim: int) -> Matrix:
-        """The (n, dim) result of a finished job."""
-        import numpy as np  # imported on use, like everything heavy in the worker (fast first `status`)
-
-        if not self.texts:
-            return np.zeros((0, dim), dtype=np.float32)
-        return np.stack([v for v in self.vectors if v is not None]).astype(np.float32)
-
-    @property
-    def finished(self) -> bool:
-        """Done, failed or abandoned by its caller: no lane should spend more work on it."""
-        return self.done.is_set() or self.cancelled
+        """End the job with an error, unless it has ended already."""
+        with contextlib.suppress(InvalidStateError):
+            self.set_exception(RuntimeError(message))
 
 
 class Scheduler:
@@ -128,7 +118,7 @@ class Scheduler:
 
     def submit(self, job: Job) -> None:
         """Queue a job on its lane (and start loading the embedder if nothing has yet)."""
-        if job.done.is_set():
+        if job.done():
             return
         self._host.start_loading()
         with self._cond:
@@ -164,7 +154,7 @@ class Scheduler:
             slots: list[tuple[Job, int]] = []
             while self._queries and len(slots) < self._query_cap:
                 job = self._queries[0]
-                if job.finished:
+                if job.done():
                     self._queries.popleft()
                     continue
                 take = min(len(job.texts) - job._next, self._query_cap - len(slots))
@@ -218,7 +208,7 @@ class Scheduler:
         requeue: list[Job] = []
         while self._passages:
             job = self._passages[0]
-            if job.finished:
+            if job.done():
                 self._passages.popleft()
                 continue
             size = len(job.texts[job._next])
@@ -255,7 +245,7 @@ class Scheduler:
     def _run(self, slots: list[tuple[Job, int]], *, queries: bool) -> None:
         import numpy as np
 
-        live = [(job, i) for job, i in slots if not job.finished]
+        live = [(job, i) for job, i in slots if not job.done()]
         if not live:
             return
         texts = [job.texts[i] for job, i in live]
