@@ -14,10 +14,13 @@ The worker itself: ``python -m pgrecall.worker --home DIR`` (started by lifecycl
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pgrecall.daemon import HoldersFile
 from pgrecall.db.privatedir import RunDirError, ensure_private_dir, verify_private_dir
 from pgrecall.db.socketdir import SocketDir
+
+if TYPE_CHECKING:
+    from pgrecall.daemon import HoldersFile
 
 # Reported by `status`; a starter replaces a worker that speaks another version (after an upgrade).
 # 2: HTTP on the socket (1 was a custom binary frame protocol).
@@ -37,6 +40,9 @@ def ensure_worker_dir(home: Path) -> Path:
 
 def holders_file(home: Path) -> HoldersFile:
     """The worker's holders file and the lock that serializes starting it."""
+    # Imported here: the detection process imports this package, and psutil would stay resident there.
+    from pgrecall.daemon import HoldersFile
+
     wdir = worker_dir(home)
     return HoldersFile(wdir / "holders.json", wdir / "lock")
 
