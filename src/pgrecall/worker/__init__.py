@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 # 2: HTTP on the socket (1 was a custom binary frame protocol).
 PROTOCOL_VERSION = 2
 SOCKET_NAME = "worker.sock"
+# How long a worker stays up after its last holder left, unless its starter says (`serve` passes
+# PGRECALL_WORKER_IDLE_S).
+DEFAULT_GRACE_S = 10.0
 
 
 def worker_dir(home: Path) -> Path:

@@ -22,7 +22,7 @@ from pgrecall.config import Settings
 from pgrecall.domain.language import DEFAULT_THRESHOLDS, Detection, Thresholds
 from pgrecall.embeddings.base import EmbeddingError, check_texts, to_unit_rows
 from pgrecall.errors import PgrecallError
-from pgrecall.worker import lifecycle
+from pgrecall.worker import DEFAULT_GRACE_S, lifecycle
 from pgrecall.worker.lifecycle import NotRunningError, WorkerUnavailableError, call, http_client
 from pgrecall.worker.models import READY
 
@@ -67,7 +67,7 @@ class WorkerClient:
         *,
         timeout_s: float = 30.0,
         restarts: int = 2,
-        grace_s: float = lifecycle.DEFAULT_GRACE_S,
+        grace_s: float = DEFAULT_GRACE_S,
     ) -> None:
         self.settings = settings
         self.timeout_s = timeout_s

@@ -25,11 +25,17 @@ from pgrecall.daemon import log_tail
 from pgrecall.daemon import wait_gone as wait_gone
 from pgrecall.embeddings.base import EmbeddingError
 from pgrecall.embeddings.factory import expected_identity
-from pgrecall.worker import PROTOCOL_VERSION, ensure_worker_dir, holders_file, socket_path, worker_dir
+from pgrecall.worker import (
+    DEFAULT_GRACE_S,
+    PROTOCOL_VERSION,
+    ensure_worker_dir,
+    holders_file,
+    socket_path,
+    worker_dir,
+)
 
 log = logging.getLogger(__name__)
 
-DEFAULT_GRACE_S = 10.0
 START_TIMEOUT_S = 30.0
 _PING_TIMEOUT_S = 2.0
 _MAX_LOG_BYTES = 5 * 1024 * 1024

@@ -48,7 +48,7 @@ import psutil
 from pgrecall.daemon import watch_holders
 from pgrecall.db.privatedir import RunDirError, verify_private_dir
 from pgrecall.domain.language import Thresholds
-from pgrecall.worker import PROTOCOL_VERSION, ensure_worker_dir, holders_file, socket_path
+from pgrecall.worker import DEFAULT_GRACE_S, PROTOCOL_VERSION, ensure_worker_dir, holders_file, socket_path
 from pgrecall.worker.detection import DetectPool
 from pgrecall.worker.models import EmbedderHost
 from pgrecall.worker.scheduler import Job, Scheduler
@@ -93,7 +93,7 @@ class WorkerOptions:
 
     home: Path
     socket: Path | None = None
-    grace_s: float = 10.0
+    grace_s: float = DEFAULT_GRACE_S
     prune_interval_s: float = 1.0
     load_delay_s: float = 0.0
     query_cap: int = 64
