@@ -49,7 +49,7 @@ def test_passages_run_at_a_lower_priority_than_queries(settings: Settings) -> No
         for kind in ("queries", "passages"):
             job = Job(kind, ["text"])
             scheduler.submit(job)
-            assert job.done.wait(60) and job.error is None
+            assert job.exception(timeout=60) is None
     finally:
         scheduler.stop()
     # Relative to the caller's own niceness: under `nice -n 10` queries run at 10 and passages at the

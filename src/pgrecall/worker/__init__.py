@@ -14,14 +14,21 @@ The worker itself: ``python -m pgrecall.worker --home DIR`` (started by lifecycl
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgrecall.db.privatedir import RunDirError, ensure_private_dir, verify_private_dir
 from pgrecall.db.socketdir import SocketDir
+
+if TYPE_CHECKING:
+    from pgrecall.daemon import HoldersFile
 
 # Reported by `status`; a starter replaces a worker that speaks another version (after an upgrade).
 # 2: HTTP on the socket (1 was a custom binary frame protocol).
 PROTOCOL_VERSION = 2
 SOCKET_NAME = "worker.sock"
+# How long a worker stays up after its last holder left, unless its starter says (`serve` passes
+# PGRECALL_WORKER_IDLE_S).
+DEFAULT_GRACE_S = 10.0
 
 
 def worker_dir(home: Path) -> Path:
@@ -32,6 +39,15 @@ def worker_dir(home: Path) -> Path:
 def ensure_worker_dir(home: Path) -> Path:
     """`<home>/worker`, created 0700 if missing and checked if present (RunDirError if not private)."""
     return ensure_private_dir(worker_dir(home))
+
+
+def holders_file(home: Path) -> HoldersFile:
+    """The worker's holders file and the lock that serializes starting it."""
+    # Imported here: the detection process imports this package, and psutil would stay resident there.
+    from pgrecall.daemon import HoldersFile
+
+    wdir = worker_dir(home)
+    return HoldersFile(wdir / "holders.json", wdir / "lock")
 
 
 def socket_path(home: Path, *, create: bool) -> Path | None:

@@ -19,23 +19,26 @@ TEST_LOAD_DELAY_ENV = "PGRECALL_WORKER_TEST_LOAD_DELAY_S"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Command-line options of the worker."""
+    """Command-line options of the worker; their defaults are WorkerOptions' and Limits'."""
     parser = argparse.ArgumentParser(prog="python -m pgrecall.worker", description=__doc__)
-    parser.add_argument("--home", type=Path, required=True, help="PGRECALL_HOME this worker serves")
-    parser.add_argument("--socket", type=Path, default=None, help="socket path (default: from --home)")
-    parser.add_argument("--model", default=None, help="expected model identity (default: from settings)")
-    parser.add_argument("--dim", type=int, default=None, help="expected vector length (with --model)")
-    parser.add_argument("--grace-s", type=float, default=10.0, help="stay this long after the last holder")
-    parser.add_argument("--prune-interval-s", type=float, default=1.0, help="seconds between holder checks")
-    parser.add_argument("--query-cap", type=int, default=64, help="most query texts per micro-batch")
-    parser.add_argument("--unit-chars", type=int, default=2000, help="short passages grouped up to this")
-    parser.add_argument(
+    add = parser.add_argument
+    add("--home", type=Path, required=True, help="PGRECALL_HOME this worker serves")
+    add("--socket", type=Path, default=None, help="socket path (default: from --home)")
+    add("--model", default=None, help="expected model identity (default: from settings)")
+    add("--dim", type=int, default=None, help="expected vector length (with --model)")
+    add("--grace-s", type=float, default=WorkerOptions.grace_s, help="stay this long after the last holder")
+    add(
+        "--prune-interval-s", type=float, default=WorkerOptions.prune_interval_s, help="between holder checks"
+    )
+    add("--query-cap", type=int, default=WorkerOptions.query_cap, help="most query texts per micro-batch")
+    add("--unit-chars", type=int, default=WorkerOptions.unit_chars, help="short passages grouped up to this")
+    add(
         "--read-timeout-s",
         type=float,
-        default=10.0,
-        help="idle wait for a request, and time to send one whole",
+        default=Limits.read_timeout_s,
+        help="idle wait, and time to send a request",
     )
-    parser.add_argument("--max-per-peer", type=int, default=16, help="connections one process may hold")
+    add("--max-per-peer", type=int, default=Limits.max_per_peer, help="connections one process may hold")
     return parser.parse_args(argv)
 
 

@@ -22,7 +22,7 @@ from pgrecall.config import Settings
 from pgrecall.domain.language import DEFAULT_THRESHOLDS, Detection, Thresholds
 from pgrecall.embeddings.base import EmbeddingError, check_texts, to_unit_rows
 from pgrecall.errors import PgrecallError
-from pgrecall.worker import lifecycle
+from pgrecall.worker import DEFAULT_GRACE_S, lifecycle
 from pgrecall.worker.lifecycle import NotRunningError, WorkerUnavailableError, call, http_client
 from pgrecall.worker.models import READY
 
@@ -53,6 +53,11 @@ def _chunks(texts: list[str], max_texts: int, max_chars: int) -> Iterator[list[s
         yield chunk
 
 
+def _languages(codes: Iterable[str]) -> list[str]:
+    # As the worker keys its detectors: lower case, each once, sorted.
+    return sorted({code.lower() for code in codes})
+
+
 class WorkerClient:
     """Requests to the worker of one PGRECALL_HOME, starting (and restarting) it when needed."""
 
@@ -62,7 +67,7 @@ class WorkerClient:
         *,
         timeout_s: float = 30.0,
         restarts: int = 2,
-        grace_s: float = lifecycle.DEFAULT_GRACE_S,
+        grace_s: float = DEFAULT_GRACE_S,
     ) -> None:
         self.settings = settings
         self.timeout_s = timeout_s
@@ -161,6 +166,14 @@ class WorkerClient:
             )
         self.request("/warm", payload, timeout=5.0)
 
+    def load_state(self, section: str, key: str, default: str) -> str:
+        """A load state from `status` ('idle', 'loading', 'ready' or 'failed: …'), never starting a load."""
+        try:
+            states = self.status(timeout=2.0).get(section, {})
+        except EmbeddingError as exc:
+            return f"failed: {exc}"
+        return str(states.get(key, default))
+
     def close(self) -> None:
         """Stop holding the worker (it exits after its grace period if nobody else holds it)."""
         with self._lock:
@@ -182,7 +195,8 @@ class WorkerEmbedder:
         total_timeout_s: float | None = None,
     ) -> None:
         self.client = client
-        self._model, self._dim = identity
+        # The provider's identity (known from settings alone), which the worker must serve too.
+        self.model, self.dim = identity
         # A request's timeout is the client's base timeout plus this much per character sent.
         self.s_per_char = s_per_char
         # One bound over all chunks of one call (None: per-request timeouts only, for background work
@@ -196,23 +210,9 @@ class WorkerEmbedder:
 
         return cls(WorkerClient(settings, **client_options), expected_identity(settings))
 
-    @property
-    def model(self) -> str:
-        """Stable identity of the vectors (the provider's, not the worker's)."""
-        return self._model
-
-    @property
-    def dim(self) -> int:
-        """Vector length."""
-        return self._dim
-
     def state(self) -> str:
         """Embedder load state in the worker: 'idle', 'loading', 'ready' or 'failed: …'."""
-        try:
-            models = self.client.status(timeout=2.0).get("models", {})
-        except EmbeddingError as exc:
-            return f"failed: {exc}"
-        return str(models.get("embedder", "unknown"))
+        return self.client.load_state("models", "embedder", "unknown")
 
     def ready(self) -> bool:
         """True when a query would be embedded now, not after a model load (search can go lexical-only)."""
@@ -242,7 +242,7 @@ class WorkerEmbedder:
             chars = sum(len(text) for text in chunk)
             timeout = self.client.timeout_s + chars * self.s_per_char
             reply = self.client.request(
-                f"/{kind}", {"texts": chunk, "model": self._model}, timeout=timeout, deadline=deadline
+                f"/{kind}", {"texts": chunk, "model": self.model}, timeout=timeout, deadline=deadline
             )
             try:
                 n, dim = (int(part) for part in reply.headers["X-Shape"].split(","))
@@ -251,7 +251,7 @@ class WorkerEmbedder:
                 raise WorkerUnavailableError(
                     f"bad vector reply from the worker: {exc}", reason="bad response"
                 ) from exc
-            out.extend(to_unit_rows(matrix, len(chunk), self._dim, f"worker ({self._model})"))
+            out.extend(to_unit_rows(matrix, len(chunk), self.dim, f"worker ({self.model})"))
         return out
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
@@ -273,12 +273,7 @@ class WorkerDetector:
 
     def state(self, codes: Iterable[str]) -> str:
         """Load state of the detector for these codes: 'idle', 'loading', 'ready' or 'failed: …'."""
-        key = ",".join(sorted({code.lower() for code in codes}))
-        try:
-            detectors = self.client.status(timeout=2.0).get("detectors", {})
-        except EmbeddingError as exc:
-            return f"failed: {exc}"
-        return str(detectors.get(key, "idle"))
+        return self.client.load_state("detectors", ",".join(_languages(codes)), "idle")
 
     def ready(self, codes: Iterable[str]) -> bool:
         """True when detection for these codes would not wait for lingua to load."""
@@ -292,7 +287,7 @@ class WorkerDetector:
     ) -> list[Detection]:
         """Detect the language of each text among codes; WorkerUnavailableError on failure."""
         items = check_texts(texts)
-        payload = {"codes": sorted({code.lower() for code in codes}), "thresholds": thresholds.as_dict()}
+        payload = {"codes": _languages(codes), "thresholds": thresholds.as_dict()}
         out: list[Detection] = []
         for chunk in _chunks(items, 256, _CHUNK_CHARS):
             try:

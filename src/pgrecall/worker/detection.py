@@ -41,19 +41,15 @@ def limit_resident_memory() -> None:
 
 
 def _start(parent: int) -> None:
-    """In the detection process: its resident limit, and an exit once the worker is gone."""
-    limit_resident_memory()
-    _watch_parent(parent)
-
-
-def _watch_parent(parent: int) -> None:
-    """In the detection process: exit once the worker is gone, however it died (kill -9 included)."""
+    """In the detection process: its resident limit, and an exit once the worker is gone, however it
+    died (kill -9 included)."""
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(1.0)
         os._exit(0)
 
+    limit_resident_memory()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s detect[%(process)d] %(message)s")
     threading.Thread(target=watch, name="watch-worker", daemon=True).start()
 

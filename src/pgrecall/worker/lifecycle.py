@@ -21,15 +21,21 @@ from typing import Any
 import httpx
 
 from pgrecall.config import Settings
-from pgrecall.daemon import HoldersFile, log_tail
+from pgrecall.daemon import log_tail
 from pgrecall.daemon import wait_gone as wait_gone
 from pgrecall.embeddings.base import EmbeddingError
 from pgrecall.embeddings.factory import expected_identity
-from pgrecall.worker import PROTOCOL_VERSION, ensure_worker_dir, socket_path, worker_dir
+from pgrecall.worker import (
+    DEFAULT_GRACE_S,
+    PROTOCOL_VERSION,
+    ensure_worker_dir,
+    holders_file,
+    socket_path,
+    worker_dir,
+)
 
 log = logging.getLogger(__name__)
 
-DEFAULT_GRACE_S = 10.0
 START_TIMEOUT_S = 30.0
 _PING_TIMEOUT_S = 2.0
 _MAX_LOG_BYTES = 5 * 1024 * 1024
@@ -55,6 +61,8 @@ _FORWARDED = (
 
 def worker_env(settings: Settings, base: dict[str, str]) -> dict[str, str]:
     """The environment of a worker started for these settings: base plus the provider's settings."""
+    import pgrecall
+
     env = dict(base)
     env["PGRECALL_HOME"] = str(Path(settings.home).expanduser().resolve())
     for name in _FORWARDED:
@@ -68,6 +76,11 @@ def worker_env(settings: Settings, base: dict[str, str]) -> dict[str, str]:
         env["PGRECALL_EMBEDDING_API_KEY"] = settings.embedding_api_key.get_secret_value()
     else:
         env.pop("PGRECALL_EMBEDDING_API_KEY", None)
+    # The worker runs from its own directory and must import this very pgrecall, not whatever a
+    # relative PYTHONPATH entry would resolve to there: put this package's root first, absolutely.
+    root = str(Path(pgrecall.__file__).resolve().parent.parent)
+    entries = [str(Path(p).resolve()) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([root, *entries]))
     return env
 
 
@@ -123,10 +136,6 @@ def call(
     return response
 
 
-def _holders(wdir: Path) -> HoldersFile:
-    return HoldersFile(wdir / "holders.json", wdir / "lock")
-
-
 def home_of(settings: Settings) -> Path:
     """The resolved PGRECALL_HOME."""
     return Path(settings.home).expanduser().resolve()
@@ -154,18 +163,6 @@ def _shutdown(path: Path, timeout: float) -> None:
         call(http, "/shutdown", {}, timeout=timeout)
 
 
-def _child_env(settings: Settings) -> dict[str, str]:
-    env = worker_env(settings, dict(os.environ))
-    # The worker runs from its own directory and must import this very pgrecall, not whatever a
-    # relative PYTHONPATH entry would resolve to there: put this package's root first, absolutely.
-    import pgrecall
-
-    root = str(Path(pgrecall.__file__).resolve().parent.parent)
-    entries = [str(Path(p).resolve()) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([root, *entries]))
-    return env
-
-
 def _spawn(settings: Settings, path: Path, grace_s: float) -> subprocess.Popen[bytes]:
     home = home_of(settings)
     wdir = worker_dir(home)
@@ -185,7 +182,7 @@ def _spawn(settings: Settings, path: Path, grace_s: float) -> subprocess.Popen[b
             stdout=fd,
             stderr=fd,
             cwd=wdir,
-            env=_child_env(settings),
+            env=worker_env(settings, dict(os.environ)),
             # Its own session: a Ctrl-C or a closed terminal of the starter must not reach the worker,
             # which other processes share.
             start_new_session=True,
@@ -210,7 +207,8 @@ def ensure_worker(
     Returns as soon as the worker answers `status` (models load later, on first need or `warm`).
     """
     home = home_of(settings)
-    holders = _holders(ensure_worker_dir(home))
+    ensure_worker_dir(home)
+    holders = holders_file(home)
     with holders.locked():
         path = socket_path(home, create=True)
         assert path is not None
@@ -254,10 +252,9 @@ def ensure_worker(
 def release(settings: Settings) -> None:
     """Unregister this process; the worker exits after its grace period if nobody else holds it."""
     home = home_of(settings)
-    wdir = worker_dir(home)
-    if not wdir.is_dir():
+    if not worker_dir(home).is_dir():
         return
-    holders = _holders(wdir)
+    holders = holders_file(home)
     with holders.locked():
         holders.let_go()
 

@@ -15,12 +15,14 @@ the GIL and the engine keeps no shared scratch state, so the query lane runs bes
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING
 
 from pgrecall.worker.models import EmbedderHost
@@ -29,52 +31,40 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    Matrix = npt.NDArray[np.float32]
+    Vector = npt.NDArray[np.float32]
 
 log = logging.getLogger(__name__)
 
 
-class Job:
-    """One queries/passages request: its texts, and the vectors as the lanes fill them in."""
+class Job(Future["list[Vector]"]):
+    """One queries/passages request: its texts and, as a Future, their vectors in order.
+
+    Its caller cancels it on hanging up; lanes skip a job that is done in any way.
+    """
 
     def __init__(self, kind: str, texts: Sequence[str]) -> None:
+        super().__init__()
         self.kind = kind
         self.texts = list(texts)
-        self.vectors: list[npt.NDArray[np.float32] | None] = [None] * len(self.texts)
-        self.error: str | None = None
-        self.cancelled = False
-        self.done = threading.Event()
+        self._vectors: list[Vector | None] = [None] * len(self.texts)
         self._filled = 0
         self._next = 0  # first text no lane has taken yet
         if not self.texts:
-            self.done.set()
+            self.set_result([])
 
-    def fill(self, index: int, vector: npt.NDArray[np.float32]) -> None:
+    def fill(self, index: int, vector: Vector) -> None:
         """Store one vector; the job is done once every text has one."""
-        if self.vectors[index] is None:
+        if self._vectors[index] is None:
             self._filled += 1
-        self.vectors[index] = vector
+        self._vectors[index] = vector
         if self._filled == len(self.texts):
-            self.done.set()
+            with contextlib.suppress(InvalidStateError):  # cancelled meanwhile
+                self.set_result([v for v in self._vectors if v is not None])
 
     def fail(self, message: str) -> None:
-        """End the job with an error."""
-        if not self.done.is_set():
-            self.error = message
-            self.done.set()
-
-    def matrix(self, dim: int) -> Matrix:
-        """The (n, dim) result of a finished job."""
-        import numpy as np  # imported on use, like everything heavy in the worker (fast first `status`)
-
-        if not self.texts:
-            return np.zeros((0, dim), dtype=np.float32)
-        return np.stack([v for v in self.vectors if v is not None]).astype(np.float32)
-
-    @property
-    def finished(self) -> bool:
-        """Done, failed or abandoned by its caller: no lane should spend more work on it."""
-        return self.done.is_set() or self.cancelled
+        """End the job with an error, unless it has ended already."""
+        with contextlib.suppress(InvalidStateError):
+            self.set_exception(RuntimeError(message))
 
 
 class Scheduler:
@@ -100,15 +90,14 @@ class Scheduler:
         self._cond = threading.Condition()
         self._queries: deque[Job] = deque()
         self._passages: deque[Job] = deque()
-        self._query_busy = False
-        self._running_queries = 0
-        self._running_passages = 0
+        # Texts in the encode call running now, per lane (the passage lane yields while queries run).
+        self._running = {"queries": 0, "passages": 0}
         # Counters for status: how the lanes cut the work (micro-batches, units).
         self._stats = {"query_batches": 0, "query_texts": 0, "passage_units": 0, "passage_texts": 0}
         self._stopping = False
         self._threads = [
-            threading.Thread(target=self._query_loop, name="lane-queries", daemon=True),
-            threading.Thread(target=self._passage_loop, name="lane-passages", daemon=True),
+            threading.Thread(target=self._lane, args=(kind,), name=f"lane-{kind}", daemon=True)
+            for kind in ("queries", "passages")
         ]
 
     def start(self) -> None:
@@ -116,7 +105,7 @@ class Scheduler:
         for thread in self._threads:
             thread.start()
 
-    def stop(self, reason: str = "worker shutting down") -> None:
+    def stop(self) -> None:
         """Fail everything queued and let the lanes exit after their current unit."""
         with self._cond:
             self._stopping = True
@@ -125,11 +114,11 @@ class Scheduler:
             self._passages.clear()
             self._cond.notify_all()
         for job in pending:
-            job.fail(reason)
+            job.fail("worker shutting down")
 
     def submit(self, job: Job) -> None:
         """Queue a job on its lane (and start loading the embedder if nothing has yet)."""
-        if job.done.is_set():
+        if job.done():
             return
         self._host.start_loading()
         with self._cond:
@@ -145,8 +134,8 @@ class Scheduler:
             return {
                 "queries": sum(len(j.texts) - j._next for j in self._queries),
                 "passages": sum(len(j.texts) - j._next for j in self._passages),
-                "running_queries": self._running_queries,
-                "running_passages": self._running_passages,
+                "running_queries": self._running["queries"],
+                "running_passages": self._running["passages"],
             }
 
     def stats(self) -> dict[str, int]:
@@ -165,7 +154,7 @@ class Scheduler:
             slots: list[tuple[Job, int]] = []
             while self._queries and len(slots) < self._query_cap:
                 job = self._queries[0]
-                if job.finished:
+                if job.done():
                     self._queries.popleft()
                     continue
                 take = min(len(job.texts) - job._next, self._query_cap - len(slots))
@@ -173,26 +162,11 @@ class Scheduler:
                 job._next += take
                 if job._next == len(job.texts):
                     self._queries.popleft()
-            self._query_busy = bool(slots)
-            self._running_queries = len(slots)
+            self._running["queries"] = len(slots)
             if slots:
                 self._stats["query_batches"] += 1
                 self._stats["query_texts"] += len(slots)
             return slots
-
-    def _query_loop(self) -> None:
-        while True:
-            slots = self._take_queries()
-            if slots is None:
-                return
-            try:
-                if slots:
-                    self._run(slots, queries=True)
-            finally:
-                with self._cond:
-                    self._query_busy = False
-                    self._running_queries = 0
-                    self._cond.notify_all()
 
     # -- passage lane ---------------------------------------------------------------------------
 
@@ -205,7 +179,7 @@ class Scheduler:
                     return None
                 # Queries first: step aside while the query lane has work, for a bounded time.
                 deadline = time.monotonic() + self._max_yield_s
-                while (self._queries or self._query_busy) and not self._stopping:
+                while (self._queries or self._running["queries"]) and not self._stopping:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
@@ -217,7 +191,7 @@ class Scheduler:
                 unit = self._cut_unit()
                 if not unit:
                     continue
-                self._running_passages = len(unit)
+                self._running["passages"] = len(unit)
                 self._stats["passage_units"] += 1
                 self._stats["passage_texts"] += len(unit)
                 return unit
@@ -234,7 +208,7 @@ class Scheduler:
         requeue: list[Job] = []
         while self._passages:
             job = self._passages[0]
-            if job.finished:
+            if job.done():
                 self._passages.popleft()
                 continue
             size = len(job.texts[job._next])
@@ -253,24 +227,25 @@ class Scheduler:
         self._passages.extend(requeue)
         return unit
 
-    def _passage_loop(self) -> None:
-        _lower_this_threads_priority(self._passage_nice)
-        while True:
-            unit = self._take_unit()
-            if unit is None:
-                return
+    # -- both lanes ----------------------------------------------------------------------------
+
+    def _lane(self, kind: str) -> None:
+        queries = kind == "queries"
+        if not queries:
+            _lower_this_threads_priority(self._passage_nice)
+        take = self._take_queries if queries else self._take_unit
+        while (slots := take()) is not None:
             try:
-                self._run(unit, queries=False)
+                self._run(slots, queries=queries)
             finally:
                 with self._cond:
-                    self._running_passages = 0
-
-    # -- shared ------------------------------------------------------------------------------
+                    self._running[kind] = 0
+                    self._cond.notify_all()  # a passage lane yielding to queries may go on
 
     def _run(self, slots: list[tuple[Job, int]], *, queries: bool) -> None:
         import numpy as np
 
-        live = [(job, i) for job, i in slots if not job.finished]
+        live = [(job, i) for job, i in slots if not job.done()]
         if not live:
             return
         texts = [job.texts[i] for job, i in live]

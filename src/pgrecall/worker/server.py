@@ -45,10 +45,10 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from pgrecall.daemon import HoldersFile, watch_holders
+from pgrecall.daemon import watch_holders
 from pgrecall.db.privatedir import RunDirError, verify_private_dir
 from pgrecall.domain.language import Thresholds
-from pgrecall.worker import PROTOCOL_VERSION, ensure_worker_dir, socket_path
+from pgrecall.worker import DEFAULT_GRACE_S, PROTOCOL_VERSION, ensure_worker_dir, holders_file, socket_path
 from pgrecall.worker.detection import DetectPool
 from pgrecall.worker.models import EmbedderHost
 from pgrecall.worker.scheduler import Job, Scheduler
@@ -93,7 +93,7 @@ class WorkerOptions:
 
     home: Path
     socket: Path | None = None
-    grace_s: float = 10.0
+    grace_s: float = DEFAULT_GRACE_S
     prune_interval_s: float = 1.0
     load_delay_s: float = 0.0
     query_cap: int = 64
@@ -178,15 +178,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         # A request the standard parser refuses (request line, headers, method): JSON like the rest.
-        body = json.dumps({"ok": False, "kind": "bad_request", "error": message or HTTPStatus(code).phrase})
         self.close_connection = True
-        self.request_version = self.protocol_version  # a status line even for a garbled request line
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Connection", "close")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body.encode())
+        self.wfile.write(_error_reply(RequestError(message or HTTPStatus(code).phrase, status=code)))
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s", format % args)
@@ -199,6 +192,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         worker, reserved = self.server.worker, 0
+        reply: bytes | None
         try:
             try:
                 length = int(self.headers.get("Content-Length", "0"))
@@ -222,7 +216,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = self.rfile.read(length) if length else b""
             worker.busy.acquire()
             try:
-                status, headers, data = worker.dispatch(self.command, self.path, body, self.connection)
+                reply = worker.dispatch(self.command, self.path, body, self.connection)
             finally:
                 worker.busy.release()
         except OSError:
@@ -231,19 +225,14 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(exc, RequestError):
                 log.exception("request %s %s failed", self.command, self.path)
                 exc = RequestError(f"{type(exc).__name__}: {exc}", status=500, kind="internal")
-            status, headers = exc.status, {"Content-Type": "application/json"}
-            data = json.dumps({"ok": False, "kind": exc.kind, "error": str(exc)}).encode()
+            reply = _error_reply(exc, close=self.close_connection)
         finally:
             worker.admission.give_back(worker.admission.bytes, self.pid, reserved)
-        if status == 0:  # the caller hung up while waiting
+        if reply is None:  # the caller hung up while waiting
             self.close_connection = True
             return
         self.connection.settimeout(worker.options.limits.read_timeout_s)
-        self.send_response(status)
-        for name, value in {**headers, "Content-Length": str(len(data))}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        self.wfile.write(reply)
 
 
 class _HttpServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -272,11 +261,7 @@ class _HttpServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             return
         with contextlib.suppress(OSError):  # over a cap: told at once, never queued
             request.settimeout(1.0)
-            body = b'{"ok": false, "kind": "busy", "error": "too many connections"}'
-            request.sendall(
-                b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-            )
+            request.sendall(_error_reply(RequestError("too many connections", status=503, kind="busy")))
         self.shutdown_request(request)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
@@ -290,8 +275,20 @@ class _HttpServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         log.debug("connection ended", exc_info=True)
 
 
-def _json(value: object) -> tuple[int, dict[str, str], bytes]:
-    return 200, {"Content-Type": "application/json"}, json.dumps(value).encode()
+def _reply(status: int, headers: dict[str, str], body: bytes) -> bytes:
+    """One whole HTTP/1.1 response."""
+    head = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", *(f"{k}: {v}" for k, v in headers.items())]
+    return "\r\n".join([*head, f"Content-Length: {len(body)}", "", ""]).encode() + body
+
+
+def _error_reply(error: RequestError, *, close: bool = True) -> bytes:
+    body = json.dumps({"ok": False, "kind": error.kind, "error": str(error)}).encode()
+    headers = {"Content-Type": "application/json"} | ({"Connection": "close"} if close else {})
+    return _reply(error.status, headers, body)
+
+
+def _json(value: object) -> bytes:
+    return _reply(200, {"Content-Type": "application/json"}, json.dumps(value).encode())
 
 
 def _texts(payload: dict[str, Any]) -> list[str]:
@@ -340,8 +337,8 @@ class WorkerServer:
         self, options: WorkerOptions, settings: Callable[[], Settings], identity: tuple[str, int]
     ) -> None:
         self.options = options
-        wdir = ensure_worker_dir(options.home)
-        self.holders = HoldersFile(wdir / "holders.json", wdir / "lock")
+        ensure_worker_dir(options.home)
+        self.holders = holders_file(options.home)
         path = options.socket or socket_path(options.home, create=False)
         if path is None:
             with self.holders.locked():
@@ -432,10 +429,8 @@ class WorkerServer:
             "holders": [h.pid for h in self.holders.read().holders],
         }
 
-    def dispatch(
-        self, method: str, route: str, body: bytes, conn: socket.socket
-    ) -> tuple[int, dict[str, str], bytes]:
-        """Answer one request: (HTTP status, headers, body); status 0 if the caller hung up."""
+    def dispatch(self, method: str, route: str, body: bytes, conn: socket.socket) -> bytes | None:
+        """Answer one request: the whole HTTP response; None if the caller hung up."""
         if (method, route) == ("GET", "/status"):
             return _json(self.status())
         if method != "POST" or route not in ("/warm", "/queries", "/passages", "/detect", "/shutdown"):
@@ -463,55 +458,49 @@ class WorkerServer:
             return _json(self.status())
         if route == "/detect":
             future = self.detect.submit(_codes(payload), _thresholds(payload), _texts(payload))
-            if not self._wait(future, conn):
-                future.cancel()
-                return 0, {}, b""
-            error = future.exception() if future.done() and not future.cancelled() else None
-            if not future.done() or future.cancelled() or error is not None:
-                message = str(error) if error is not None else "worker shutting down"
-                raise RequestError(message, status=503, kind="detection")
-            return _json({"ok": True, "results": future.result()})
+            results = self._result(future, conn, "detection")
+            return None if results is None else _json({"ok": True, "results": results})
         return self._embed(route[1:], payload, conn)
 
-    def _embed(
-        self, kind: str, payload: dict[str, Any], conn: socket.socket
-    ) -> tuple[int, dict[str, str], bytes]:
+    def _embed(self, kind: str, payload: dict[str, Any], conn: socket.socket) -> bytes | None:
         wanted = payload.get("model")
         if wanted is not None and wanted != self.host.model:
             # Never hand out vectors of another model: the caller would store them under its own name.
             raise RequestError(
                 f"this worker serves {self.host.model}, not {wanted}", status=409, kind="identity"
             )
+        import numpy as np  # on use, like everything heavy in the worker (a fast first `status`)
+
         job = Job(kind, _texts(payload))
         self.scheduler.submit(job)
-        if not self._wait(job.done, conn):
-            job.cancelled = True
-            return 0, {}, b""
-        if not job.done.is_set():
-            job.fail("worker shutting down")
-        if job.error is not None:
-            raise RequestError(job.error, status=503, kind="embedding")
-        matrix = job.matrix(self.host.dim)
-        shape = f"{matrix.shape[0]},{matrix.shape[1]}"
-        return (
-            200,
-            {"Content-Type": "application/octet-stream", "X-Shape": shape},
-            matrix.astype("<f4").tobytes(),
-        )
+        rows = self._result(job, conn, "embedding")
+        if rows is None:
+            return None
+        matrix = np.stack(rows) if rows else np.zeros((0, self.host.dim), np.float32)
+        headers = {"Content-Type": "application/octet-stream", "X-Shape": f"{len(matrix)},{self.host.dim}"}
+        return _reply(200, headers, matrix.astype("<f4").tobytes())
 
-    def _wait(self, done: threading.Event | Future[Any], conn: socket.socket) -> bool:
-        """Wait for the work; False if the caller closed its end first (its work can be dropped).
+    def _result(self, future: Future[Any], conn: socket.socket, kind: str) -> Any:
+        """The work's result; None (and the work cancelled) if the caller hung up first.
 
-        Returns early (True) when the worker stops: a lane may be stuck (a model still loading).
+        RequestError (503, `kind`) if the work failed, or if the worker stops first: a lane may be
+        stuck (a model still loading).
         """
-        if isinstance(done, threading.Event):
-            wait: Callable[[float], bool] = done.wait
-        else:
-            wait = lambda timeout: bool(futures.wait([done], timeout).done)  # noqa: E731
+        if not self._wait(future, conn):
+            future.cancel()
+            return None
+        if not future.done() or future.cancelled():
+            raise RequestError("worker shutting down", status=503, kind=kind)
+        if (error := future.exception()) is not None:
+            raise RequestError(str(error), status=503, kind=kind)
+        return future.result()
+
+    def _wait(self, future: Future[Any], conn: socket.socket) -> bool:
+        """Wait for the work (or the worker stopping); False if the caller closed its end first."""
         # poll, not select: select fails on descriptors past 1024.
         poller = select.poll()
         poller.register(conn, select.POLLIN | select.POLLHUP)
-        while not wait(_CANCEL_POLL_S):
+        while not futures.wait([future], _CANCEL_POLL_S).done:
             if self._stop.is_set():
                 return True
             if poller.poll(0):
