@@ -385,3 +385,11 @@ def test_an_html_page_is_read_in_the_encoding_its_meta_declares() -> None:
             parse(f'<meta charset="{label}"><p>caf\xe9</p>'.encode("latin-1"), "html")
     with pytest.raises(DocumentError, match=r"^invalid shift_jis \(the encoding it declares\) at byte"):
         parse(b'<meta charset="shift_jis"><p>\x81\xff</p>', "html")
+
+
+def test_front_matter_longer_than_metadata_may_be_is_refused_unread() -> None:
+    long = "---\nitems:\n" + "".join(f"  - {i}\n" for i in range(20_000)) + "---\n# T\n\nBody.\n"
+    with pytest.raises(
+        InvalidInputError, match=r"^metadata: the front matter is \d+ bytes; the limit is 65536$"
+    ):
+        parse(long.encode(), "markdown")
