@@ -176,6 +176,42 @@ def test_folder_ingest_skips_unchanged_files_and_reports_bad_ones(app: App, tmp_
     assert gone and gone[0].gone is not None and gone[0].gone.deleted
 
 
+def test_a_renamed_or_moved_file_keeps_its_document(app: App, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_bytes(handbook(SECTIONS))
+    first = next(o.ingested for o in app.documents.ingest_paths(OWNER, [folder]) if o.ingested)
+    chunks = [(c.id, c.content_hash) for c in app.documents.store.chunks(OWNER, first.document.id)]
+    # The same text under a relative source (not a file) is never taken over.
+    app.documents.ingest(OWNER, handbook(SECTIONS), source="notes/a.md")
+
+    (folder / "a.md").rename(folder / "renamed.md")
+    outcomes = list(app.documents.ingest_paths(OWNER, [folder]))
+    assert [o.path.name for o in outcomes] == ["renamed.md"]  # nothing is "gone"
+    moved = outcomes[0].ingested
+    assert moved is not None and (moved.status, moved.written) == ("moved", 0)
+    assert moved.moved_from == source_of(folder / "a.md")
+    assert moved.document.id == first.document.id
+    assert moved.document.source == source_of(folder / "renamed.md")
+    now = app.documents.store.chunks(OWNER, first.document.id)
+    assert [(c.id, c.content_hash) for c in now] == chunks
+    assert {c.source for c in now} == {moved.document.source}
+
+    # Into another folder: the same; a copy whose original is still there is a document of its own.
+    other = tmp_path / "archive"
+    other.mkdir()
+    (folder / "renamed.md").rename(other / "renamed.md")
+    again = app.documents.ingest_file(OWNER, other / "renamed.md")
+    assert again.ingested is not None and again.ingested.status == "moved"
+    assert again.ingested.document.id == first.document.id
+    (folder / "copy.md").write_bytes(handbook(SECTIONS))
+    copy = app.documents.ingest_file(OWNER, folder / "copy.md")
+    assert copy.ingested is not None and copy.ingested.status == "created"
+    assert copy.ingested.document.id != first.document.id
+    sources = {d.source for d in app.documents.list(OWNER)}
+    assert sources == {"notes/a.md", source_of(other / "renamed.md"), source_of(folder / "copy.md")}
+
+
 def test_narrower_globs_keep_documents_of_files_still_on_disk(app: App, tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()

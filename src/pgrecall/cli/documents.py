@@ -59,8 +59,9 @@ def _line(outcome: FileOutcome) -> str:
         return f"{outcome.path}: gone, its document soft-deleted ({short_id(str(outcome.gone.id))})"
     done = outcome.ingested
     assert done is not None
+    status = done.status if done.moved_from is None else f"moved from {done.moved_from}"
     return (
-        f"{outcome.path}: {done.status}, {done.written} chunks written, {done.kept} kept, "
+        f"{outcome.path}: {status}, {done.written} chunks written, {done.kept} kept, "
         f"{done.removed} removed ({short_id(str(done.document.id))})"
     )
 

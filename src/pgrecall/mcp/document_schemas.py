@@ -51,7 +51,10 @@ class IngestOut(BaseModel):
     """What an ingest changed."""
 
     document: DocumentOut
-    status: str = Field(description="created, updated or unchanged (nothing written).")
+    status: str = Field(
+        description="created, updated, unchanged (nothing written) or moved (a file renamed: its "
+        "document, ids and hashes kept under the new path)."
+    )
     written: int = Field(description="Chunks stored now (new or changed text).")
     kept: int = Field(description="Chunks unchanged: same ids and hashes as before.")
     replaced: int = Field(

@@ -49,7 +49,7 @@ _EMBED_BATCH = 16
 # Sampled for language detection: enough words to be sure, cheap to detect.
 DETECT_SAMPLE_CHARS = 4000
 
-IngestStatus = Literal["created", "updated", "unchanged"]
+IngestStatus = Literal["created", "updated", "unchanged", "moved"]
 # (chunks embedded so far, chunks to embed) while a document's new chunks are embedded.
 Progress = Callable[[int, int], None]
 
@@ -75,6 +75,7 @@ class Ingested:
     removed: int  # earlier chunks soft-deleted (their text is gone from the document)
     vector_pending: int  # written chunks stored without a vector (embedder unavailable)
     language: Resolved | None = None  # how the document's language was chosen
+    moved_from: str | None = None  # the source a moved file's document had (status "moved")
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,11 @@ class Section:
 
     path: list[str]
     chunks: list[Entry]
+
+
+def _file_gone(source: str) -> bool:
+    """A source that is an absolute path naming nothing on disk (a file moved or deleted)."""
+    return os.path.isabs(source) and not os.path.lexists(source)
 
 
 def source_of(path: Path) -> str:
@@ -135,8 +141,13 @@ class DocumentService:
         size_bytes: int | None = None,
         mtime: datetime | None = None,
         progress: Progress | None = None,
+        gone: Callable[[str], bool] | None = None,
     ) -> Ingested:
-        """Store `data` as the document of `source` (and `version`), changing only what changed."""
+        """Store `data` as the document of `source` (and `version`), changing only what changed.
+
+        `gone`: whether another source no longer exists; a new source whose text a live document of
+        such a source holds takes that document over (status "moved": a renamed file keeps its ids).
+        """
         clean_source = check_source(source)
         if clean_source is None:
             raise InvalidInputError("source", "must name the document (a path or a URL)")
@@ -181,7 +192,7 @@ class DocumentService:
         # The caller's tags, else the document's own (front matter), else those it had.
         own_tags = tags if tags is not None else parsed.tags
         doc_tags = check_tags(own_tags) if own_tags is not None else None
-        return self._write(owner, draft, drafts, resolved, vectors, doc_tags, languages)
+        return self._write(owner, draft, drafts, resolved, vectors, doc_tags, languages, gone)
 
     def _chunk_languages(
         self, explicit: str | None, document: Resolved, sample: str, drafts: Sequence[ChunkDraft]
@@ -251,11 +262,15 @@ class DocumentService:
         vectors: dict[str, list[float]],
         tags: Sequence[str] | None = None,
         languages: dict[str, Resolved] | None = None,
+        gone: Callable[[str], bool] | None = None,
     ) -> Ingested:
         model = self.entries.embedder.model if self.entries.embedder is not None else None
         own = languages or {}
         with self.store.writing(owner, draft.source, draft.version) as writer:
             live = writer.live(draft.source, draft.version)
+            moved_from: str | None = None
+            if live is None and gone is not None and (taken := writer.take_over(draft, gone)) is not None:
+                live, moved_from = taken
             current = writer.current_chunks(live.id) if live is not None else []
             plan = plan_chunks(current, drafts)
             # Tags named (by the caller or the document) apply to every chunk; otherwise kept chunks
@@ -265,7 +280,8 @@ class DocumentService:
             same = live is not None and (live.content_hash, live.title) == (draft.content_hash, draft.title)
             if live is not None and same and plan.unchanged and not retag:
                 writer.set_fingerprint(live.id, draft.size_bytes, draft.mtime)
-                return Ingested(live, "unchanged", 0, len(plan.keep), 0, 0, 0, resolved)
+                status: IngestStatus = "unchanged" if moved_from is None else "moved"
+                return Ingested(live, status, 0, len(plan.keep), 0, 0, 0, resolved, moved_from)
             document = writer.save(live.id if live is not None else None, draft)
             retitled = live is not None and live.title != draft.title
             for old, new in plan.keep:
@@ -295,13 +311,14 @@ class DocumentService:
             document = writer.recount(document.id)
         return Ingested(
             document,
-            "created" if live is None else "updated",
+            "created" if live is None else "updated" if moved_from is None else "moved",
             written=len(news),
             kept=len(plan.keep),
             replaced=sum(1 for _, replaces in plan.insert if replaces is not None),
             removed=len(plan.remove),
             vector_pending=sum(1 for n in news if n.embedding is None),
             language=resolved,
+            moved_from=moved_from,
         )
 
     @staticmethod
@@ -416,6 +433,7 @@ class DocumentService:
                 size_bytes=info.st_size,
                 mtime=mtime,
                 progress=progress,
+                gone=_file_gone,
             )
         except (DocumentError, InvalidInputError) as exc:
             return FileOutcome(path, error=str(exc))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,6 +55,25 @@ SQL_UPDATE_DOCUMENT = f"""
 UPDATE documents SET title = %(title)s, format = %(format)s, language = %(language)s::regconfig,
     metadata = %(metadata)s, content_hash = %(content_hash)s, text = %(text)s, size_bytes = %(size_bytes)s,
     mtime = %(mtime)s, updated_at = statement_timestamp()
+WHERE owner = %(owner)s AND id = %(id)s
+RETURNING {DOC_COLUMNS}
+"""
+
+# Live documents of the same text and version under another source: a file moved or renamed.
+SQL_SAME_TEXT_ELSEWHERE = f"""
+SELECT {DOC_COLUMNS} FROM documents
+WHERE owner = %(owner)s AND content_hash = %(content_hash)s AND deleted_at IS NULL
+  AND coalesce(version_label, '') = coalesce(%(version)s, '') AND source <> %(source)s
+ORDER BY updated_at DESC, id
+"""
+
+# The document and every entry of it (current, superseded and removed chunks) take the new source.
+SQL_MOVE_DOCUMENT = f"""
+WITH chunks AS (
+    UPDATE entries SET source = %(source)s, updated_at = statement_timestamp()
+    WHERE owner = %(owner)s AND document_id = %(id)s
+)
+UPDATE documents SET source = %(source)s, updated_at = statement_timestamp()
 WHERE owner = %(owner)s AND id = %(id)s
 RETURNING {DOC_COLUMNS}
 """
@@ -191,6 +210,30 @@ class DocumentWriter:
             SQL_LIVE_BY_SOURCE, {"owner": self.owner, "source": source, "version": version}
         ).fetchone()
         return _document(row) if row is not None else None
+
+    def take_over(self, draft: DocumentDraft, gone: Callable[[str], bool]) -> tuple[Document, str] | None:
+        """Move to draft's source the live document of the same text and version whose source is gone.
+
+        A file moved or renamed keeps its document: ids, chunk hashes and citations stay. The moved
+        document and its former source; None when there is no such document (or its source, as
+        `gone` judges it, is still there: a copy).
+        """
+        params = {
+            "owner": self.owner,
+            "content_hash": draft.content_hash,
+            "version": draft.version,
+            "source": draft.source,
+        }
+        for row in self.conn.execute(SQL_SAME_TEXT_ELSEWHERE, params).fetchall():
+            if gone(row["source"]):
+                lock = {"owner": self.owner, "source": row["source"], "version": draft.version}
+                self.conn.execute(SQL_LOCK_SOURCE, lock)
+                moved = self.conn.execute(
+                    SQL_MOVE_DOCUMENT, {"owner": self.owner, "id": row["id"], "source": draft.source}
+                ).fetchone()
+                assert moved is not None
+                return _document(moved), str(row["source"])
+        return None
 
     def save(self, document_id: uuid.UUID | None, draft: DocumentDraft) -> Document:
         """Insert the document, or update the one with this id."""
