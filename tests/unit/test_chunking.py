@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -231,8 +233,14 @@ def test_html_keeps_the_main_content_and_drops_navigation_and_footer() -> None:
     assert chunks[1].text.startswith("Part two\n\nSecond paragraph.")
 
 
-def _pdf(pages: list[list[str]], title: str | None = None, password: str | None = None) -> bytes:
-    """A PDF with one Helvetica text line per string, written with pypdf alone."""
+def _pdf(
+    pages: list[list[str]],
+    title: str | None = None,
+    password: str | None = None,
+    outline: Sequence[tuple[int, str, int]] = (),
+) -> bytes:
+    """A PDF with one Helvetica text line per string, written with pypdf alone; outline entries
+    (level, title, page index) nest under the last entry one level up."""
     writer = PdfWriter()
     font = DictionaryObject(
         {
@@ -251,6 +259,11 @@ def _pdf(pages: list[list[str]], title: str | None = None, password: str | None 
         page[NameObject("/Contents")] = writer._add_object(stream)
         page[NameObject("/Resources")] = DictionaryObject(
             {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font_ref})}
+        )
+    parents: dict[int, Any] = {}
+    for level, heading, page_index in outline:
+        parents[level] = writer.add_outline_item(
+            title=heading, page_number=page_index, parent=parents.get(level - 1)
         )
     if title:
         writer.add_metadata({"/Title": title})
@@ -393,3 +406,28 @@ def test_front_matter_longer_than_metadata_may_be_is_refused_unread() -> None:
         InvalidInputError, match=r"^metadata: the front matter is \d+ bytes; the limit is 65536$"
     ):
         parse(long.encode(), "markdown")
+
+
+def test_a_pdf_outline_gives_the_chunks_their_section_paths() -> None:
+    lines = ["Field guide to lichens", "", "1 Introduction", "Lichens are partnerships of fungi and algae."]
+    pages = [
+        lines + ["Foliose lichens are leafy and lobed; crustose ones crust on rock."] * 6,
+        ["Field guide to lichens 2", "1.1 Where they grow", "On bark, on stone, on old fence posts."]
+        + ["Urban air keeps the sensitive species away from town centres."] * 6,
+        ["2 Collecting", "Take a flake, never the whole thallus, and note the substrate."] * 4,
+    ]
+    outline = [(1, "1 Introduction", 0), (2, "Where they grow", 1), (1, "Collecting", 2), (1, "Index", 2)]
+    doc = parse(_pdf(pages, outline=outline), "pdf")
+    # "Where they grow" is shown as "1.1 Where they grow"; "Index" is not in the text: left out.
+    assert [(h.level, h.title, doc.text[h.start : h.end]) for h in doc.headings] == [
+        (1, "1 Introduction", "1 Introduction"),
+        (2, "Where they grow", "1.1 Where they grow"),
+        (1, "Collecting", "2 Collecting"),
+    ]
+    chunks = chunk(doc, max_chars=300, min_chars=0)
+    _spans_ok(doc, chunks, 300)
+    paths = {c.section_path for c in chunks}
+    assert ("1 Introduction", "Where they grow") in paths and ("Collecting",) in paths
+    urban = next(c for c in chunks if "Urban air" in c.text)
+    assert urban.section_path == ("1 Introduction", "Where they grow")
+    assert urban.metadata["pages"] == [2]

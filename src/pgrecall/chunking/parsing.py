@@ -21,8 +21,8 @@ def parse(data: bytes, fmt: str, *, name: str | None = None) -> ParsedDocument:
         raise DocumentError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     metadata: dict[str, Any] = {"name": name} if name else {}
     if fmt == "pdf":
-        text, title, pdf_meta, pages = pdf.extract(data)
-        return ParsedDocument(text, fmt, title, {**metadata, **pdf_meta}, pages)
+        text, title, pdf_meta, pages, headings = pdf.extract(data)
+        return ParsedDocument(text, fmt, title, {**metadata, **pdf_meta}, pages, headings)
     text = normalize(decode(data, html.declared_encoding(data) if fmt == "html" else None))
     if not text.strip():
         raise DocumentError("empty document")
