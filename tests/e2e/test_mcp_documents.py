@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -103,6 +104,23 @@ async def test_server_paths_only_under_the_allowed_roots(local_client: Client, r
     (root / "link.md").symlink_to(outside)  # a symlink out of the root is outside too
     message = await call_error(local_client, "ingest_document", source="s", path=str(root / "link.md"))
     assert "outside the allowed roots" in message
+
+
+async def test_a_fifo_or_an_oversized_file_under_a_root_is_refused_unread(
+    local_client: Client, runtime: Runtime
+) -> None:
+    root = runtime.settings.ingest_root_paths[0]
+    os.mkfifo(root / "pipe.md")  # no writer: opening it to read would block for ever
+    message = await call_error(local_client, "ingest_document", source="p", path=str(root / "pipe.md"))
+    assert message.endswith("pipe.md: not a regular file")
+    (root / "sub").mkdir()
+    message = await call_error(local_client, "ingest_document", source="d", path=str(root / "sub"))
+    assert message.endswith("sub: not a regular file")
+    limit = runtime.settings.max_document_bytes
+    with (root / "big.md").open("wb") as big:
+        big.truncate(limit + 1)  # sparse: nothing is written, and nothing must be read
+    message = await call_error(local_client, "ingest_document", source="b", path=str(root / "big.md"))
+    assert message.endswith(f"big.md: {limit + 1} bytes exceeds the {limit}-byte document limit")
 
 
 async def test_document_and_version_filters_and_group_by(client: Client) -> None:

@@ -25,7 +25,9 @@ DocumentId = Annotated[str, Field(description="Document id (UUID).")]
 Version = Annotated[str | None, Field(description="Version label, e.g. '2.1'.", max_length=100)]
 
 
-def _payload(text: str | None, path: str | None, roots: list[Path] | None) -> tuple[bytes, str | None]:
+def _payload(
+    text: str | None, path: str | None, roots: list[Path] | None, max_bytes: int
+) -> tuple[bytes, str | None]:
     """The document's bytes and file name: the text sent, or a server file under an allowed root.
 
     `roots` None: this transport reads no server files (HTTP: the caller is not the local user).
@@ -42,10 +44,15 @@ def _payload(text: str | None, path: str | None, roots: list[Path] | None) -> tu
     resolved = Path(path).expanduser().resolve()  # symlinks resolved: a link out of a root is outside
     if not any(resolved == root or root in resolved.parents for root in roots):
         raise InvalidInputError("path", f"{path} is outside the allowed roots")
+    from pgrecall.chunking import DocumentError
+    from pgrecall.services.documents import read_document_file  # with the parsers: at the first ingest
+
     try:
-        return resolved.read_bytes(), resolved.name
+        return read_document_file(resolved, max_bytes), resolved.name
     except OSError as exc:
         raise InvalidInputError("path", f"{path}: {exc.strerror or type(exc).__name__}") from None
+    except DocumentError as exc:
+        raise InvalidInputError("path", f"{path}: {exc}") from None
 
 
 def _naming_the_content(
@@ -86,7 +93,9 @@ def register_document_tools(
         with observe(runtime.metrics, "ingest_document") as call:
             owner = current_owner()
             roots = runtime.settings.ingest_root_paths
-            data, name = await run_blocking(_payload, text, path, roots if read_paths else None)
+            data, name = await run_blocking(
+                _payload, text, path, roots if read_paths else None, runtime.settings.max_document_bytes
+            )
             done = await run_blocking(
                 _naming_the_content,
                 "path" if path is not None else "text",

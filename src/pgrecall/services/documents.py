@@ -105,6 +105,29 @@ class Section:
     chunks: list[Entry]
 
 
+def read_document_file(path: Path, max_bytes: int) -> bytes:
+    """A regular file's bytes, never more than max_bytes; DocumentError (one line) otherwise.
+
+    Opened without blocking and checked on the descriptor: a FIFO would hang the read (and the
+    server thread with it) and a device never end, and a file swapped after a check is the file read.
+    OSError as raised.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DocumentError("not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if info.st_size > max_bytes or len(data) > max_bytes:
+        raise DocumentError(
+            f"{max(info.st_size, len(data))} bytes exceeds the {max_bytes}-byte document limit"
+        )
+    return data
+
+
 def _file_gone(source: str) -> bool:
     """A source that is an absolute path naming nothing on disk (a file moved or deleted)."""
     return os.path.isabs(source) and not os.path.lexists(source)
@@ -408,20 +431,15 @@ class DocumentService:
         """Ingest one file; a file that cannot be read or parsed is an outcome with a one-line error."""
         try:
             info = path.stat()
-            if not stat.S_ISREG(info.st_mode):
-                return FileOutcome(path, error="not a regular file")
-            if info.st_size > self.settings.max_document_bytes:
-                limit = self.settings.max_document_bytes
-                return FileOutcome(
-                    path, error=f"{info.st_size} bytes exceeds the {limit}-byte document limit"
-                )
             source = source_of(path)
             mtime = datetime.fromtimestamp(info.st_mtime, UTC)
             if skip_unchanged and self._unchanged_file(owner, source, version, info.st_size, mtime):
                 return FileOutcome(path, skipped=True)
-            data = path.read_bytes()
+            data = read_document_file(path, self.settings.max_document_bytes)
         except OSError as exc:
             return FileOutcome(path, error=exc.strerror or type(exc).__name__)
+        except DocumentError as exc:
+            return FileOutcome(path, error=str(exc))
         try:
             done = self.ingest(
                 owner,
