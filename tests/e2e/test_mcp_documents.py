@@ -56,6 +56,10 @@ async def test_ingest_search_outline_list_delete_restore(client: Client) -> None
     brewing = next(s for s in outline["sections"] if s["path"][-1] == "Brewing")
     assert "crema" in brewing["chunks"][0]["text"]
     assert all(c["text"] is None for s in outline["sections"] if s is not brewing for c in s["chunks"])
+    message = await call_error(client, "get_document", id=doc_id, section="Descaling")
+    assert message.endswith(
+        "section: no section 'Descaling' in this document; its sections: Grinding, Brewing, Cleaning"
+    )
 
     read = await client.read_resource(f"pgrecall://document/{doc_id}")
     assert json.loads(read.contents[0].text)["document"]["id"] == doc_id  # type: ignore[union-attr]

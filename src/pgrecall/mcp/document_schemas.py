@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from pgrecall.domain.documents import Document
 from pgrecall.domain.entries import Entry
 from pgrecall.domain.text import snippet
+from pgrecall.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from pgrecall.services.documents import Ingested, Section
@@ -113,7 +114,15 @@ class DocumentDetailOut(BaseModel):
                 snippet=snippet(entry.body),
             )
 
-        wanted = show.strip().lower() if show else None
+        asked = show.strip() if show else ""
+        wanted = asked.lower() or None
+        if wanted and not any(_matches(s.path, wanted) for s in sections):
+            # Asked for a section by a name it does not have: say which it has, not the bare outline.
+            names = list(dict.fromkeys(s.path[-1] for s in sections if s.path))
+            listed = ", ".join(names[:12]) + (", …" if len(names) > 12 else "")
+            raise InvalidInputError(
+                "section", f"no section {asked!r} in this document; its sections: {listed or 'none'}"
+            )
         return cls(
             document=DocumentOut.of(document),
             text=text,

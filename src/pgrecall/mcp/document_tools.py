@@ -12,7 +12,7 @@ from pydantic import Field
 from pgrecall.errors import InvalidInputError
 from pgrecall.mcp import params as p
 from pgrecall.mcp.document_schemas import DocumentDetailOut, DocumentListOut, DocumentOut, IngestOut
-from pgrecall.mcp.errors import run_blocking
+from pgrecall.mcp.errors import checked, run_blocking
 from pgrecall.mcp.notifications import announce_write
 from pgrecall.mcp.observability import observe
 from pgrecall.mcp.runtime import Runtime, runtime_tool
@@ -130,7 +130,7 @@ def register_document_tools(
             if section is not None and section.strip() == "*":
                 text = await run_blocking(runtime.app.documents.text, owner, document.id)
                 return DocumentDetailOut.of(document, sections, None, text)
-            return DocumentDetailOut.of(document, sections, section)
+            return checked(DocumentDetailOut.of, document, sections, section)
 
     @runtime_tool(server, runtime, annotations=p.READ_ONLY)
     async def list_documents(
