@@ -1,8 +1,11 @@
 """Issue 16: the human CLI — tables and text on a terminal, JSON when piped, ids by a part, serve by hand.
 
-Commands run as `python -m pgrecall` subprocesses; "a terminal" is a real pseudo-terminal. One
+Where the process matters (a terminal, a pipe, a fresh home's database start, serve, completion),
+commands run as `python -m pgrecall` subprocesses; "a terminal" is a real pseudo-terminal. Tests of
+what a command answers run it in this process through typer's CliRunner: the same command code
+from the same arguments and environment, without an interpreter start and imports per command. One
 database serves the whole module; the embedder is an HTTP endpoint nobody listens on, so writes
-keep their vectors pending and searches run lexical (no model is loaded by any command here).
+keep their vectors pending and searches run lexical (no embedding model is loaded here).
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from pgrecall.cli.root import PROG_NAME
+from pgrecall.cli.root import app as cli_app
 from pgrecall.db.embedded import EmbeddedServer
 from tests.helpers.postgres import TEMPLATE, _create_db, _drop_db
 from tests.helpers.subprocess_server import free_port, run_pgrecall
@@ -58,14 +64,27 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return run_pgrecall(env, *args, timeout=READ_BOUND_S)
 
 
-def _ok(env: dict[str, str], *args: str) -> str:
-    result = _cli(env, *args)
+def _here(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The command run in this process with exactly `env`'s PGRECALL_* variables; its output and exit code."""
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("PGRECALL_") and k not in env}
+    result = CliRunner().invoke(cli_app, list(args), env={**unset, **env}, prog_name=PROG_NAME)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        # What a command of its own would have printed as a traceback fails the test here.
+        raise result.exception
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
+
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def _ok(env: dict[str, str], *args: str, run: Run = _here) -> str:
+    result = run(env, *args)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def _one_line_failure(env: dict[str, str], *args: str) -> str:
-    result = _cli(env, *args)
+def _one_line_failure(env: dict[str, str], *args: str, run: Run = _here) -> str:
+    result = run(env, *args)
     assert result.returncode != 0, result.stdout
     assert "Traceback" not in result.stderr, result.stderr
     lines = [line for line in result.stderr.strip().splitlines() if "WARNING" not in line]
@@ -163,10 +182,11 @@ def test_get_and_stats_read_as_text_on_a_terminal(
 
 def test_piped_output_stays_json(env: dict[str, str], stored: dict[str, dict[str, object]]) -> None:
     backup = str(stored["backup"]["id"])
-    assert {e["id"] for e in json.loads(_ok(env, "list"))["entries"]} == {backup, stored["lake"]["id"]}
-    assert json.loads(_ok(env, "get", backup))["title"] == "Backup window"
-    assert json.loads(_ok(env, "stats"))["entries"] == 2
-    hits = json.loads(_ok(env, "search", "billing database", "--mode", "lexical"))["hits"]
+    listed = json.loads(_ok(env, "list", run=_cli))["entries"]
+    assert {e["id"] for e in listed} == {backup, stored["lake"]["id"]}
+    assert json.loads(_ok(env, "get", backup, run=_cli))["title"] == "Backup window"
+    assert json.loads(_ok(env, "stats", run=_cli))["entries"] == 2
+    hits = json.loads(_ok(env, "search", "billing database", "--mode", "lexical", run=_cli))["hits"]
     assert [h["id"] for h in hits] == [backup]
 
 
@@ -242,19 +262,21 @@ def test_update_by_a_part_with_expected_version(
 
 
 def test_version_flag_completion_and_plain_help(env: dict[str, str]) -> None:
-    assert _ok(env, "--version") == _ok(env, "version")
+    assert _ok(env, "--version", run=_cli) == _ok(env, "version", run=_cli)
     # typer asks shellingham for the parent shell, which a test runner started from a daemon or CI
     # may not have; its own switch makes --show-completion take the shell as a value instead.
-    script = _ok({**env, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}, "--show-completion", "bash")
+    no_detection = {**env, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    script = _ok(no_detection, "--show-completion", "bash", run=_cli)
     assert "_PGRECALL_COMPLETE" in script and "complete" in script
     words = _ok(
-        {**env, "_PGRECALL_COMPLETE": "complete_bash", "COMP_WORDS": "pgrecall se", "COMP_CWORD": "1"}
+        {**env, "_PGRECALL_COMPLETE": "complete_bash", "COMP_WORDS": "pgrecall se", "COMP_CWORD": "1"},
+        run=_cli,
     )
     assert words.split() == ["search", "serve"]
     for command in ("list", "search", "update", "serve"):
-        shown = _ok(env, command, "--help")
+        shown = _ok(env, command, "--help", run=_cli)
         assert "<bool>" not in shown and "<str>" not in shown and "<int>" not in shown, shown
-    listing = _ok(env, "list", "--help")
+    listing = _ok(env, "list", "--help", run=_cli)
     assert "Only entries of this kind" in listing and "Only entries with this source (any case)" in listing
 
 
@@ -401,7 +423,7 @@ def test_db_status_is_text_on_a_terminal_and_json_when_piped(pg_home: Path) -> N
         shown = _on_terminal(env, "db", "status")
         assert "running, kept by `pgrecall db start`" in shown and "url:" in shown, shown
         assert json.loads(_on_terminal(env, "db", "status", "--json"))["running"] is True
-        piped = json.loads(_ok(env, "db", "status"))
+        piped = json.loads(_ok(env, "db", "status", run=_cli))
         assert piped["running"] is True and piped["pinned"] is True and piped["home"] == str(home)
     finally:
         EmbeddedServer(home).stop()
