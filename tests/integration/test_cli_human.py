@@ -23,11 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from pgrecall.cli.root import PROG_NAME
-from pgrecall.cli.root import app as cli_app
 from pgrecall.db.embedded import EmbeddedServer
+from tests.helpers.cli import run_here
 from tests.helpers.postgres import TEMPLATE, _create_db, _drop_db
 from tests.helpers.subprocess_server import free_port, run_pgrecall
 
@@ -64,26 +62,16 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return run_pgrecall(env, *args, timeout=READ_BOUND_S)
 
 
-def _here(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """The command run in this process with exactly `env`'s PGRECALL_* variables; its output and exit code."""
-    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("PGRECALL_") and k not in env}
-    result = CliRunner().invoke(cli_app, list(args), env={**unset, **env}, prog_name=PROG_NAME)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        # What a command of its own would have printed as a traceback fails the test here.
-        raise result.exception
-    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
-
-
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def _ok(env: dict[str, str], *args: str, run: Run = _here) -> str:
+def _ok(env: dict[str, str], *args: str, run: Run = run_here) -> str:
     result = run(env, *args)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def _one_line_failure(env: dict[str, str], *args: str, run: Run = _here) -> str:
+def _one_line_failure(env: dict[str, str], *args: str, run: Run = run_here) -> str:
     result = run(env, *args)
     assert result.returncode != 0, result.stdout
     assert "Traceback" not in result.stderr, result.stderr

@@ -1,0 +1,36 @@
+"""`pgrecall` commands run in the test's own process, for tests about what a command answers.
+
+The same Typer app `python -m pgrecall` runs, given the same arguments and exactly the PGRECALL_*
+variables of `env`, without the interpreter start and imports (about a second) a subprocess pays per
+command. Tests about the process itself (a terminal, a pipe, signals, an embedded server a command
+starts) use tests.helpers.subprocess_server.run_pgrecall instead.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from typer.testing import CliRunner
+
+from pgrecall.cli.root import PROG_NAME
+from pgrecall.cli.root import app as cli_app
+
+
+def run_here(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`pgrecall ARGS` in this process with `env`'s PGRECALL_* variables: its exit code, stdout and stderr.
+
+    An exception the command lets escape, a traceback in a process of its own, is raised here.
+    """
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("PGRECALL_") and k not in env}
+    result = CliRunner().invoke(cli_app, list(args), env={**unset, **env}, prog_name=PROG_NAME)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
+
+
+def new_token(env: dict[str, str], owner: str) -> str:
+    """A new token for `owner` in `env`'s database, made as `pgrecall token create` makes it."""
+    made = run_here(env, "token", "create", "--owner", owner)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
