@@ -9,7 +9,7 @@ starts) use tests.helpers.subprocess_server.run_pgrecall instead.
 from __future__ import annotations
 
 import os
-import subprocess
+from dataclasses import dataclass
 
 from typer.testing import CliRunner
 
@@ -17,7 +17,16 @@ from pgrecall.cli.root import PROG_NAME
 from pgrecall.cli.root import app as cli_app
 
 
-def run_here(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+@dataclass(frozen=True)
+class Ran:
+    """What a command run in this process left, named as subprocess.run names it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_here(env: dict[str, str], *args: str) -> Ran:
     """`pgrecall ARGS` in this process with `env`'s PGRECALL_* variables: its exit code, stdout and stderr.
 
     An exception the command lets escape, a traceback in a process of its own, is raised here.
@@ -26,7 +35,7 @@ def run_here(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str
     result = CliRunner().invoke(cli_app, list(args), env={**unset, **env}, prog_name=PROG_NAME)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
-    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
+    return Ran(result.exit_code, result.stdout, result.stderr)
 
 
 def new_token(env: dict[str, str], owner: str) -> str:

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,17 +62,20 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return run_pgrecall(env, *args, timeout=READ_BOUND_S)
 
 
-Run = Callable[..., subprocess.CompletedProcess[str]]
-
-
-def _ok(env: dict[str, str], *args: str, run: Run = run_here) -> str:
-    result = run(env, *args)
+def _ok(env: dict[str, str], *args: str) -> str:
+    result = run_here(env, *args)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def _one_line_failure(env: dict[str, str], *args: str, run: Run = run_here) -> str:
-    result = run(env, *args)
+def _process_ok(env: dict[str, str], *args: str) -> str:
+    result = _cli(env, *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _one_line_failure(env: dict[str, str], *args: str) -> str:
+    result = run_here(env, *args)
     assert result.returncode != 0, result.stdout
     assert "Traceback" not in result.stderr, result.stderr
     lines = [line for line in result.stderr.strip().splitlines() if "WARNING" not in line]
@@ -170,11 +173,11 @@ def test_get_and_stats_read_as_text_on_a_terminal(
 
 def test_piped_output_stays_json(env: dict[str, str], stored: dict[str, dict[str, object]]) -> None:
     backup = str(stored["backup"]["id"])
-    listed = json.loads(_ok(env, "list", run=_cli))["entries"]
+    listed = json.loads(_process_ok(env, "list"))["entries"]
     assert {e["id"] for e in listed} == {backup, stored["lake"]["id"]}
-    assert json.loads(_ok(env, "get", backup, run=_cli))["title"] == "Backup window"
-    assert json.loads(_ok(env, "stats", run=_cli))["entries"] == 2
-    hits = json.loads(_ok(env, "search", "billing database", "--mode", "lexical", run=_cli))["hits"]
+    assert json.loads(_process_ok(env, "get", backup))["title"] == "Backup window"
+    assert json.loads(_process_ok(env, "stats"))["entries"] == 2
+    hits = json.loads(_process_ok(env, "search", "billing database", "--mode", "lexical"))["hits"]
     assert [h["id"] for h in hits] == [backup]
 
 
@@ -250,21 +253,20 @@ def test_update_by_a_part_with_expected_version(
 
 
 def test_version_flag_completion_and_plain_help(env: dict[str, str]) -> None:
-    assert _ok(env, "--version", run=_cli) == _ok(env, "version", run=_cli)
+    assert _process_ok(env, "--version") == _process_ok(env, "version")
     # typer asks shellingham for the parent shell, which a test runner started from a daemon or CI
     # may not have; its own switch makes --show-completion take the shell as a value instead.
     no_detection = {**env, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
-    script = _ok(no_detection, "--show-completion", "bash", run=_cli)
+    script = _process_ok(no_detection, "--show-completion", "bash")
     assert "_PGRECALL_COMPLETE" in script and "complete" in script
-    words = _ok(
-        {**env, "_PGRECALL_COMPLETE": "complete_bash", "COMP_WORDS": "pgrecall se", "COMP_CWORD": "1"},
-        run=_cli,
+    words = _process_ok(
+        {**env, "_PGRECALL_COMPLETE": "complete_bash", "COMP_WORDS": "pgrecall se", "COMP_CWORD": "1"}
     )
     assert words.split() == ["search", "serve"]
     for command in ("list", "search", "update", "serve"):
-        shown = _ok(env, command, "--help", run=_cli)
+        shown = _process_ok(env, command, "--help")
         assert "<bool>" not in shown and "<str>" not in shown and "<int>" not in shown, shown
-    listing = _ok(env, "list", "--help", run=_cli)
+    listing = _process_ok(env, "list", "--help")
     assert "Only entries of this kind" in listing and "Only entries with this source (any case)" in listing
 
 
@@ -411,7 +413,7 @@ def test_db_status_is_text_on_a_terminal_and_json_when_piped(pg_home: Path) -> N
         shown = _on_terminal(env, "db", "status")
         assert "running, kept by `pgrecall db start`" in shown and "url:" in shown, shown
         assert json.loads(_on_terminal(env, "db", "status", "--json"))["running"] is True
-        piped = json.loads(_ok(env, "db", "status", run=_cli))
+        piped = json.loads(_process_ok(env, "db", "status"))
         assert piped["running"] is True and piped["pinned"] is True and piped["home"] == str(home)
     finally:
         EmbeddedServer(home).stop()
