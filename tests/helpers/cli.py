@@ -2,13 +2,17 @@
 
 The same Typer app `python -m pgrecall` runs, given the same arguments and exactly the PGRECALL_*
 variables of `env`, without the interpreter start and imports (about a second) a subprocess pays per
-command. Tests about the process itself (a terminal, a pipe, signals, an embedded server a command
-starts) use tests.helpers.subprocess_server.run_pgrecall instead.
+command. What the command logs reaches its stderr as the command's own log handler (WARNING, INFO
+with --verbose) would print it there. Tests about the process itself (a terminal, a pipe, signals,
+an embedded server a command starts) use tests.helpers.subprocess_server.run_pgrecall instead.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from typer.testing import CliRunner
@@ -26,16 +30,41 @@ class Ran:
     stderr: str
 
 
+class _LogLines(logging.Handler):
+    def __init__(self, level: int) -> None:
+        super().__init__(level)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}\n")
+
+
+@contextmanager
+def _logged(level: int) -> Iterator[_LogLines]:
+    """The records logged meanwhile at `level` and above, as the lines a command's stderr shows."""
+    root = logging.getLogger()
+    handler, before = _LogLines(level), root.level
+    root.addHandler(handler)
+    root.setLevel(level)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(before)
+
+
 def run_here(env: dict[str, str], *args: str) -> Ran:
     """`pgrecall ARGS` in this process with `env`'s PGRECALL_* variables: its exit code, stdout and stderr.
 
     An exception the command lets escape, a traceback in a process of its own, is raised here.
     """
     unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("PGRECALL_") and k not in env}
-    result = CliRunner().invoke(cli_app, list(args), env={**unset, **env}, prog_name=PROG_NAME)
+    level = logging.INFO if {"-v", "--verbose"} & set(args) else logging.WARNING
+    with _logged(level) as logged:
+        result = CliRunner().invoke(cli_app, list(args), env={**unset, **env}, prog_name=PROG_NAME)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
-    return Ran(result.exit_code, result.stdout, result.stderr)
+    return Ran(result.exit_code, result.stdout, result.stderr + "".join(logged.lines))
 
 
 def new_token(env: dict[str, str], owner: str) -> str:
