@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,24 +31,22 @@ class Ran:
     stderr: str
 
 
-class _LogLines(logging.Handler):
-    def __init__(self, level: int) -> None:
-        super().__init__(level)
-        self.lines: list[str] = []
+class _OnStderr(logging.Handler):
+    """Each record on sys.stderr as it is when the record is logged: the command's own, in order."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}\n")
+        sys.stderr.write(f"{record.levelname} {record.name}: {record.getMessage()}\n")
 
 
 @contextmanager
-def _logged(level: int) -> Iterator[_LogLines]:
-    """The records logged meanwhile at `level` and above, as the lines a command's stderr shows."""
+def _logged(level: int) -> Iterator[None]:
+    """Records logged meanwhile at `level` and above go to stderr, as the command's log handler sends them."""
     root = logging.getLogger()
-    handler, before = _LogLines(level), root.level
+    handler, before = _OnStderr(level), root.level
     root.addHandler(handler)
     root.setLevel(level)
     try:
-        yield handler
+        yield
     finally:
         root.removeHandler(handler)
         root.setLevel(before)
@@ -60,11 +59,11 @@ def run_here(env: dict[str, str], *args: str) -> Ran:
     """
     unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("PGRECALL_") and k not in env}
     level = logging.INFO if {"-v", "--verbose"} & set(args) else logging.WARNING
-    with _logged(level) as logged:
+    with _logged(level):
         result = CliRunner().invoke(cli_app, list(args), env={**unset, **env}, prog_name=PROG_NAME)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
-    return Ran(result.exit_code, result.stdout, result.stderr + "".join(logged.lines))
+    return Ran(result.exit_code, result.stdout, result.stderr)
 
 
 def new_token(env: dict[str, str], owner: str) -> str:
