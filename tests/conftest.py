@@ -83,10 +83,12 @@ def _private_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 # (`module.qualname` of a function or class, a module's name), and the resource that reveals.
 RESOURCES: dict[str, tuple[str, ...]] = {
     # The embedded PostgreSQL: the session's (pg_server, found by name) or one the test starts.
-    "db": ("pgrecall.db.embedded.EmbeddedServer", "pgrecall.app.App"),
+    # A command run in this process (tests/helpers/cli.py) opens an App too.
+    "db": ("pgrecall.db.embedded.EmbeddedServer", "pgrecall.app.App", "tests.helpers.cli.run_here"),
     # A real embedder or language detector loaded in this process.
     "models": (
         "pgrecall.app.App",
+        "tests.helpers.cli.run_here",
         "pgrecall.embeddings.local",
         "pgrecall.embeddings.factory.create_embedder",
         "pgrecall.detection.short_text.ShortTextDetector",

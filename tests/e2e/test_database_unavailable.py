@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from pgrecall.db.embedded import EmbeddedServer
-from tests.helpers.subprocess_server import run_pgrecall, running_http_server
+from tests.helpers.cli import new_token
+from tests.helpers.subprocess_server import running_http_server
 from tests.helpers.web import sign_in_with_token, ui_client
 
 pytestmark = pytest.mark.slow
@@ -64,9 +65,7 @@ def test_every_route_answers_503_with_retry_after_while_the_database_is_down(
     own_postgres: EmbeddedServer, tmp_path: Path
 ) -> None:
     env = _env(own_postgres, tmp_path / "home")
-    created = run_pgrecall(env, "token", "create", "--owner", "alice")
-    assert created.returncode == 0, created.stderr
-    token = created.stdout.strip()
+    token = new_token(env, "alice")
     with running_http_server(env, tmp_path / "server.log") as base, ui_client(base) as page:
         assert sign_in_with_token(page, token).status_code == 303
         before = _answers(base, token, page.cookies)

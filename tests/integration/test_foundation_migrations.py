@@ -15,6 +15,7 @@ from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.db import migrate as schema
 from pgrecall.errors import SchemaNotAtHeadError
+from tests.helpers.cli import Ran, run_here
 
 FIRST = "0001_entries"
 INSERT = """
@@ -176,15 +177,14 @@ def test_external_database_not_at_head_is_refused(empty_db_url: str, tmp_path: P
     assert schema.current_revision(empty_db_url) is None  # nothing was created behind the operator's back
 
 
-def _cli(*args: str, url: str | None = None, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, url: str | None = None, home: Path | None = None) -> Ran:
+    # In this process: these tests are about what `pgrecall migrate` answers, not about its process.
     env = {k: v for k, v in os.environ.items() if not k.startswith("PGRECALL_")}
     if url:
         env["PGRECALL_DATABASE_URL"] = url
     if home:
         env["PGRECALL_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "pgrecall", *args], env=env, capture_output=True, text=True, timeout=120
-    )
+    return run_here(env, *args)
 
 
 def test_migrate_cli_on_url(empty_db_url: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,10 +24,10 @@ from pgrecall.services.transfer.importer import (
 )
 from pgrecall.services.transfer.lines import max_line_bytes
 from pgrecall.services.transfer.memory_json import import_memory_json
-from tests.helpers.subprocess_server import run_pgrecall, server_env
+from tests.helpers.cli import Ran, run_here
+from tests.helpers.subprocess_server import server_env
 
 OWNER = "default"
-SRC = Path(__file__).resolve().parents[2] / "src"
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "memory.json"
 MEMORY_HINT = "this looks like the reference memory server's memory.json: use --format memory-json"
 
@@ -59,10 +58,9 @@ def _count(app: App, owner: str = OWNER) -> int:
     return len(app.entries.list(owner, EntryFilters(include_deleted=True), limit=200).entries)
 
 
-def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    # PYTHONPATH: the subprocess runs this checkout's code, whatever the venv has installed.
-    env = {**server_env(settings), "PYTHONPATH": str(SRC)}
-    return run_pgrecall(env, *args, timeout=180)
+def _cli(settings: Settings, *args: str) -> Ran:
+    # In this process: these tests are about what `pgrecall import` answers, not about its process.
+    return run_here(server_env(settings), *args)
 
 
 IDLESS = [

@@ -9,12 +9,15 @@ from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pgrecall.cli.common import fail, settings
 from pgrecall.errors import PgrecallError
+
+if TYPE_CHECKING:
+    from pgrecall.embeddings.base import Embedder
 
 # Import name → distribution, for the message when the bench extra is missing.
 _BENCH_MODULES = {"ir_measures": "ir-measures", "bm25s": "bm25s", "Stemmer": "PyStemmer"}
@@ -115,6 +118,7 @@ def eval_command(
         fail("--plot draws --dataset collections only", 2)
     _require(_BENCH_MODULES | ({"matplotlib": "matplotlib"} if plot is not None else {}))
     # Imported here: the evaluation pulls in numpy-heavy libraries other commands never need.
+    from pgrecall.embeddings import create_embedder
     from pgrecall.evaluation import evaluate, parse_modes, record
     from pgrecall.evaluation.documents_eval import evaluate_documents
     from pgrecall.evaluation.documents_eval import table as documents_table
@@ -141,9 +145,12 @@ def eval_command(
     )
     docs = []
     runs = [(path, False) for path in dataset] + [(path, True) for path in documents]
+    active: Embedder | None = None
     for path, is_documents in runs:
         try:
             with _sigterm_as_exit():
+                # One embedder for every collection: its model loads once, not once per collection.
+                active = active if active is not None else create_embedder(current)
                 if is_documents:
                     doc = evaluate_documents(
                         current,
@@ -152,9 +159,10 @@ def eval_command(
                         limit_documents=limit_documents,
                         limit_queries=limit_queries,
                         questions=questions,
+                        embedder=active,
                     )
                 else:
-                    doc = evaluate(current, path, modes=chosen, limit_queries=limit_queries)
+                    doc = evaluate(current, path, modes=chosen, limit_queries=limit_queries, embedder=active)
         except PgrecallError as exc:
             fail(str(exc))
         except KeyboardInterrupt:
