@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pgrecall.chunking import DocumentError, chunk, detect_format, normalize, parse
 from pgrecall.config import Settings
 from pgrecall.detection.first_stage import main_script
-from pgrecall.domain.documents import ChunkDraft, Document, chunk_title, plan_chunks
+from pgrecall.domain.documents import ChunkDraft, Document, StoredChunk, chunk_title, plan_chunks
 from pgrecall.domain.entries import Entry, NewEntry, embedding_text
 from pgrecall.domain.language import LanguageDetector, Resolved
 from pgrecall.domain.text import content_hash
@@ -299,7 +299,11 @@ class DocumentService:
             # Tags named (by the caller or the document) apply to every chunk; otherwise kept chunks
             # keep theirs (an update_entry may have changed one) and new ones take the first's.
             doc_tags = tuple(tags) if tags is not None else current[0].tags if current else ()
-            retag = tags is not None and any(old.tags != doc_tags for old, _ in plan.keep)
+
+            def tags_of(old: StoredChunk) -> tuple[str, ...]:
+                return doc_tags if tags is not None else old.tags
+
+            retag = any(old.tags != tags_of(old) for old, _ in plan.keep)
             same = live is not None and (live.content_hash, live.title) == (draft.content_hash, draft.title)
             if live is not None and same and plan.unchanged and not retag:
                 writer.set_fingerprint(live.id, draft.size_bytes, draft.mtime)
@@ -308,15 +312,10 @@ class DocumentService:
             document = writer.save(live.id if live is not None else None, draft)
             retitled = live is not None and live.title != draft.title
             for old, new in plan.keep:
-                if (
-                    retitled
-                    or old.ordinal != new.ordinal
-                    or old.section_path != new.section_path
-                    or (tags is not None and old.tags != doc_tags)
-                ):
+                moved = old.ordinal != new.ordinal or old.section_path != new.section_path
+                if retitled or moved or old.tags != tags_of(old):
                     title = chunk_title(draft.title, new.section_path)
-                    kept_tags = doc_tags if tags is not None else old.tags
-                    writer.place(old.id, new.ordinal, new.section_path, title, kept_tags)
+                    writer.place(old.id, new.ordinal, new.section_path, title, tags_of(old))
             news = [
                 self._new_chunk(
                     document,
