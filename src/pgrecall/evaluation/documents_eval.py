@@ -46,7 +46,7 @@ from pgrecall.domain.validation import MAX_TOP_K
 from pgrecall.embeddings import create_embedder
 from pgrecall.embeddings.base import Embedder
 from pgrecall.errors import InvalidInputError
-from pgrecall.evaluation import record, runner
+from pgrecall.evaluation import runner
 from pgrecall.evaluation.documents_dataset import DocumentCollection, load_document_collection
 from pgrecall.evaluation.loader import isolated_database
 from pgrecall.evaluation.pipeline import _server_facts, _versions, parse_modes
@@ -489,7 +489,6 @@ def evaluate_documents(
     return {
         "kind": "documents",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": record.commit()["sha"],
         "collection": {
             "name": collection.name,
             "path": str(collection.path),
