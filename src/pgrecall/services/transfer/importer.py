@@ -386,20 +386,18 @@ class _ImportRun:
         stored = {
             (owner, i) for owner, ids in wanted.items() for i in self.store.documents_of(owner, sorted(ids))
         }
-        kept = [
-            (row, line)
-            for row, line in zip(batch, lines, strict=True)
-            if row.document_id is None or (row.owner, row.document_id) in stored
-        ]
+        kept: list[tuple[StagedRow, int]] = []
         for row, line in zip(batch, lines, strict=True):
-            if row.document_id is not None and (row.owner, row.document_id) not in stored:
-                self.report.errors.append(
-                    LineError(
-                        line,
-                        f"document_id: no document {row.document_id} of owner {row.owner!r} "
-                        "(its document line comes first in an export)",
-                    )
+            if row.document_id is None or (row.owner, row.document_id) in stored:
+                kept.append((row, line))
+                continue
+            self.report.errors.append(
+                LineError(
+                    line,
+                    f"document_id: no document {row.document_id} of owner {row.owner!r} "
+                    "(its document line comes first in an export)",
                 )
+            )
         batch[:] = [row for row, _ in kept]
         lines[:] = [line for _, line in kept]
 
@@ -439,6 +437,7 @@ class _ImportRun:
         batch, lines = self.batch, self.batch_lines
         if batch and not self._will_roll_back():
             self._without_document(batch, lines)
+        # Asked again: a chunk just refused for its document makes an atomic import roll back.
         if batch and not self._will_roll_back():
             try:
                 self.store.stage(batch)
