@@ -56,13 +56,19 @@ def _inline_text(token: Token) -> str:
     return " ".join("".join(parts).split())
 
 
-def front_matter(text: str) -> dict[str, Any]:
-    """The YAML front matter as a mapping ({} when there is none or it is not a mapping).
+def tokenize(text: str) -> list[Token]:
+    """markdown-it's tokens of the text (CommonMark, tables, front matter): parse once, read twice."""
+    return _parser().parse(text)
+
+
+def front_matter(tokens: list[Token]) -> dict[str, Any]:
+    """The YAML front matter of the tokenized text as a mapping ({} when there is none or it is not
+    a mapping).
 
     InvalidInputError (metadata) when it is longer than the metadata it becomes may be: PyYAML
     takes seconds a megabyte, and no longer one could be stored.
     """
-    for token in _parser().parse(text):
+    for token in tokens:
         if token.type == "front_matter":
             size = len(token.content.encode("utf-8", "surrogatepass"))
             if size > MAX_METADATA_BYTES:
@@ -129,13 +135,15 @@ def tags(meta: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(t for t in (item.strip().lstrip("#").strip() for item in out) if t)
 
 
-def blocks(text: str) -> list[Block]:
+def blocks(text: str, tokens: list[Token] | None = None) -> list[Block]:
     """Headings, paragraphs, code blocks, tables, quotes and list items, in source order.
 
     Only top-level tokens make blocks; a list contributes one block per top-level item, so a
-    list is cut between items, never inside one. Front matter and rules make none.
+    list is cut between items, never inside one. Front matter and rules make none. `tokens`: the
+    text's, when tokenize() has them already.
     """
-    tokens = _parser().parse(text)
+    if tokens is None:
+        tokens = tokenize(text)
     starts = _line_starts(text)
 
     def span(line_map: list[int]) -> tuple[int, int]:

@@ -32,10 +32,11 @@ def parse(data: bytes, fmt: str, *, name: str | None = None) -> ParsedDocument:
             raise DocumentError("empty document (no text in the HTML's main content)")
         return ParsedDocument(text, fmt, title or first_line(text), metadata, headings=headings)
     if fmt == "markdown":
-        front = markdown.front_matter(text)
+        tokens = markdown.tokenize(text)
+        front = markdown.front_matter(tokens)
         if front:
             metadata["front_matter"] = front
-        blocks = markdown.blocks(text)
+        blocks = markdown.blocks(text, tokens)
         if not blocks:
             raise DocumentError("empty document")
         title = markdown.title(blocks, front) or first_line(text[blocks[0].start : blocks[0].end])
