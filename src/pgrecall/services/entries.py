@@ -219,13 +219,12 @@ class EntryService:
         body = check_body(text, self.settings.max_text_chars) if text is not None else None
         set_title = title is not _UNSET
         new_title = check_title(title) if set_title else current.title
-        text_changed = (body is not None and body != current.body) or (
-            set_title and new_title != current.title
-        )
+        body_changed = body is not None and body != current.body
+        text_changed = body_changed or (set_title and new_title != current.title)
         if text_changed and current.document_id is not None:
             # A chunk's text is a span of its document, byte for byte what citations quote.
             raise InvalidInputError(
-                "text" if body is not None and body != current.body else "title",
+                "text" if body_changed else "title",
                 f"{ident} is a chunk of document {current.document_id}: change the document and "
                 "ingest it again (its tags and metadata may be changed here)",
             )
