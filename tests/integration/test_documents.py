@@ -294,6 +294,12 @@ def test_two_versions_answering_give_a_warning_naming_both(app: App) -> None:
         and str(v1.document.id) in built.warnings[0]
         and str(v2.document.id) in built.warnings[0]
     )
+    # The versions' Backups chunks differ by one word, so dedup folds one into the other: the
+    # version it drops still answers (with "three", not "two"), and the warning says it is not quoted.
+    cited = {c.document.version for c in built.citations if c.document is not None}
+    assert cited == {"1.0", "2.0"} or any(
+        f"{v} not quoted (a near-copy of a cited chunk)" in built.warnings[0] for v in ("1.0", "2.0")
+    )
 
 
 def _cranfield(n: int) -> list[tuple[str, str]]:
