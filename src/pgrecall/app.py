@@ -19,6 +19,7 @@ from pgrecall.embeddings import CachedQueryEmbedder, create_embedder
 from pgrecall.embeddings.base import Embedder, EmbeddingError
 from pgrecall.services.activity import ActivityService
 from pgrecall.services.citations import CitationService
+from pgrecall.services.document_files import DocumentFiles
 from pgrecall.services.documents import DocumentService
 from pgrecall.services.duplicates import NearDuplicates
 from pgrecall.services.entries import EntryService
@@ -80,6 +81,7 @@ class App:
         self.entries: EntryService
         self.search: SearchService
         self.documents: DocumentService
+        self.document_files: DocumentFiles
         self.retrieval: RetrievalService
         self.duplicates: NearDuplicates
         self.citations: CitationService
@@ -113,6 +115,7 @@ class App:
                 self.settings, self.store, self.catalog, self.detector, self._embedder
             )
             self.documents = DocumentService(self.settings, DocumentStore(self.pool), self.entries)
+            self.document_files = DocumentFiles(self.documents)
             self.search = SearchService(self.settings, self.pool, self.catalog, self._embedder)
             self.retrieval = RetrievalService(self.search, self.store)
             self.duplicates = NearDuplicates(self.search, self.store)

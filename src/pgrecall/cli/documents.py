@@ -18,7 +18,7 @@ from pgrecall.domain.validation import MAX_LIST_LIMIT
 
 if TYPE_CHECKING:
     from pgrecall.app import App
-    from pgrecall.services.documents import FileOutcome
+    from pgrecall.services.document_files import FileOutcome
 
 
 def _run(opened: App, paths: list[Path], include: list[str], exclude: list[str], version: str | None,
@@ -26,8 +26,10 @@ def _run(opened: App, paths: list[Path], include: list[str], exclude: list[str],
     """One pass over the paths, with a progress bar in chunks (stderr, only on a terminal)."""
     from tqdm import tqdm
 
+    from pgrecall.services.document_files import find_files
+
     owner = opened.settings.owner
-    files = opened.documents.files(paths, include, exclude)
+    files = find_files(paths, include, exclude)
     with tqdm(total=0, unit="chunk", desc="ingest", disable=None, file=sys.stderr) as bar:
         done_before = 0
 
@@ -40,9 +42,9 @@ def _run(opened: App, paths: list[Path], include: list[str], exclude: list[str],
             done_before = done
 
         for index, outcome in enumerate(
-            opened.documents.ingest_paths(
+            opened.document_files.ingest_paths(
                 owner, paths, include=include, exclude=exclude, version=version, language=language,
-                progress=progress,
+                progress=progress, files=files,
             )
         ):  # fmt: skip
             done_before = 0

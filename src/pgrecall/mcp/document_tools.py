@@ -45,7 +45,7 @@ def _payload(
     if not any(resolved == root or root in resolved.parents for root in roots):
         raise InvalidInputError("path", f"{path} is outside the allowed roots")
     from pgrecall.chunking import DocumentError
-    from pgrecall.services.documents import read_document_file  # with the parsers: at the first ingest
+    from pgrecall.services.document_files import read_document_file  # with the parsers: at the first ingest
 
     try:
         return read_document_file(resolved, max_bytes), resolved.name

@@ -173,16 +173,33 @@ def _place(document: Document | None, entry: Entry) -> DocumentPlace | None:
     )
 
 
-def _version_warnings(citations: Sequence[Citation]) -> list[str]:
-    """One line per source cited in more than one version."""
+def _version_warnings(citations: Sequence[Citation], near_copies: Sequence[Document] = ()) -> list[str]:
+    """One line per source that answers in more than one version.
+
+    `near_copies`: documents of hits dropped as near-copies of cited chunks. Another version's
+    chunk that differs from the cited one by a detail (a time, a number) is such a copy: it
+    answers too, and the detail may be the difference, so it counts and is named as not quoted.
+    """
     versions: dict[str, dict[str, str]] = {}
     for c in citations:
         if c.document is not None and c.document.source:
             versions.setdefault(c.document.source, {})[c.document.version or "(no version)"] = c.document.id
+    unquoted: dict[str, set[str]] = {}
+    for d in near_copies:
+        found = versions.get(d.source)
+        version = d.version_label or "(no version)"
+        if found is not None and version not in found:
+            found[version] = str(d.id)
+            unquoted.setdefault(d.source, set()).add(version)
     return [
         f"{source}: {len(found)} versions answer ("
         + ", ".join(f"{v} = document {d}" for v, d in sorted(found.items()))
         + "); they may disagree"
+        + (
+            f"; {', '.join(sorted(unquoted[source]))} not quoted (a near-copy of a cited chunk)"
+            if source in unquoted
+            else ""
+        )
         for source, found in versions.items()
         if len(found) > 1
     ]
@@ -451,6 +468,7 @@ def build_context(
     share = token_budget // len(groups)
     searches = _Searches(token_budget)
     out = _Assembly()
+    copy_documents: set[uuid.UUID] = set()
     for index, (section, text) in enumerate(groups):
         result = retrieval.retrieve(
             owner,
@@ -461,6 +479,12 @@ def build_context(
         budget = max(share - (estimate_tokens(header) + 1 if header else 0), 0)
         packed = out.pack(result, budget)
         chosen = [cand.item for cand, _, _ in packed.included]
+        copy_documents.update(
+            copy.document_id
+            for r in chosen
+            for copy in result.near_copies.get(str(r.entry.id), ())
+            if copy.document_id is not None
+        )
         if documents is not None:
             if expand_neighbours:
                 chosen = _with_neighbours(documents, owner, chosen, out.used_ids, budget)
@@ -481,7 +505,8 @@ def build_context(
             links, retrieval.store, owner, request, citations, blocks, out.used_ids, token_budget
         )
     context = _fit_budget(blocks, citations, by_section, dropped, token_budget)
-    warnings = _version_warnings(citations)
+    copies = documents.by_ids(owner, list(copy_documents)).values() if documents is not None else ()
+    warnings = _version_warnings(citations, list(copies))
     status = _status(citations, searches.statuses, warnings)
     return BuiltContext(
         context=context,

@@ -121,6 +121,9 @@ class Retrieved:
     total_candidates: int = 0
     applied: dict[str, Any] = field(default_factory=dict)
     trace: list[dict[str, Any]] = field(default_factory=list)
+    # A returned hit's id -> the entries dropped as its near-copies (build_context warns when one
+    # is another version of the cited chunk's source: the versions may differ in a detail).
+    near_copies: dict[str, list[Entry]] = field(default_factory=dict)
 
 
 def selection_text(selected_text: str | None) -> tuple[str | None, str | None]:
@@ -199,6 +202,10 @@ class RetrievalService:
         kept, collapsed = collapse([*pinned_cands, *fill])
         fill = kept[len(pinned_cands) :]
         dedup_ms = (time.perf_counter() - started) * 1000
+        near_copies: dict[str, list[Entry]] = {}
+        for key, into in collapsed:
+            if (copy := entries.get(uuid.UUID(key))) is not None:
+                near_copies.setdefault(into, []).append(copy)
         room = top_k - len(items)
         mmr_ms: float | None = None
         if diversify and fill:
@@ -263,6 +270,7 @@ class RetrievalService:
             total_candidates=first.total_candidates,
             applied=applied(options, top_k, first, diversify),
             trace=stages,
+            near_copies=near_copies,
             timings={
                 "embed_ms": first.timings.embed_ms or 0.0,
                 "sql_ms": first.timings.sql_ms,
