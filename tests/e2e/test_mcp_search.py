@@ -136,6 +136,10 @@ async def test_convex_fusion_weighs_the_model_scale_and_rescaled_bm25(runtime: R
             on_scale = (b["cosine_similarity"] - scale.unrelated) / (scale.related - scale.unrelated)
             assert abs(b["vector_share"] - w * on_scale) < 1e-9
             bm25 = b["lexical_score"] or 0.0
+            if b["lexical_imputed"]:  # another language than the question's: its cosine instead
+                assert b["lexical_rank"] is None and hit["language"] != "german"
+                assert abs(b["lexical_share"] - (1 - w) * max(0.0, on_scale)) < 1e-6
+                continue
             if sd > 0:
                 rescaled = max(0.0, (bm25 - mean + 3 * sd) / (6 * sd))
             else:  # without spread: the list's hits 1, the others 0
@@ -144,6 +148,8 @@ async def test_convex_fusion_weighs_the_model_scale_and_rescaled_bm25(runtime: R
             assert abs(b["vector_share"] + b["lexical_share"] - b["fused"]) < 1e-9
         assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
         assert hits[0]["breakdown"]["regconfig"] == "german"
+        # The French, Spanish, Russian and English entries cannot hold a German question's words.
+        assert {h["language"] for h in hits if h["breakdown"]["lexical_imputed"]} >= {"french", "english"}
         # A lexical-only search has no vector to weigh: rrf, whatever is configured.
         lexical = await call(client, "search", query="Häuser am See", mode="lexical", explain=True)
         assert lexical["fusion"] == "rrf" and lexical["fusion_weights"] is None

@@ -212,6 +212,36 @@ def test_convex_lexical_share_is_bm25_over_its_lists_mean_and_sd(app: App) -> No
     assert all(h.breakdown.lexical_share == 0.0 for h in none.hits)
 
 
+def test_convex_judges_an_entry_in_another_language_by_its_cosine(app: App) -> None:
+    # An English question answered by a German entry: the question's words cannot be in it, so
+    # BM25's silence says nothing, and its lexical part is its cosine on the model's scale.
+    answer = add(
+        app,
+        "Jede Nacht um zwei Uhr kopiert der Planer die Datenbankdateien auf den angeschlossenen Speicher.",
+        language="de",
+    )
+    add(app, "The database files are large: copy them with rsync while the server is stopped.", language="en")
+    add(app, "A scheduler runs every job at the time its line in the crontab names.", language="en")
+    add(app, "Every night the cat sleeps on the warm windowsill.", language="en")
+    query = "when does the scheduler copy the database files every night"
+    result = service(app).search(OWNER, query, fusion="convex", top_k=20)
+    check_breakdown(result)
+    w = Tuning().vector_weight(query)
+    for hit in result.hits:
+        b = hit.breakdown
+        assert b.lexical_imputed == (hit.language == "german"), hit.language
+        if b.lexical_imputed:
+            assert b.lexical_rank is None
+            assert b.lexical_share == pytest.approx((1 - w) * max(0.0, b.vector_share / w), abs=1e-9)
+    # The translation's meaning outweighs the English entries that share the question's words.
+    assert result.hits[0].id == answer
+    # rrf fuses ranks, and a search in the entry's own language has nothing to impute.
+    rrf = service(app).search(OWNER, query, fusion="rrf", top_k=20)
+    assert not any(h.breakdown.lexical_imputed for h in rrf.hits)
+    german = service(app).search(OWNER, "Wann kopiert der Planer die Datenbankdateien?", fusion="convex")
+    assert german.hits[0].id == answer and not german.hits[0].breakdown.lexical_imputed
+
+
 def test_degraded_lexical_only_when_embedder_fails(app: App) -> None:
     target = add(app, "Backups run every night at two o'clock.", language="en")
     assert app.pool is not None

@@ -692,3 +692,31 @@ def test_the_cjk_segmenter_study_is_the_json() -> None:
         memory = entry["memory"]
         loaded, used = (_half_up(memory[k], 0) for k in ("added_mb_loaded", "added_mb_after_collection"))
         assert cells[8] == f"{loaded} / {used} MB", row
+
+
+def test_the_fusion_languages_tables_are_the_json() -> None:
+    doc = _json("fusion-languages.json")
+    table = _rows("fusion-languages.md", "| collection | hybrid before |")
+    assert set(table) == set(doc["collections"]), "the study quotes every collection it ran"
+    for name, cells in table.items():
+        run = doc["collections"][name]
+        before, after, change, vector, lexical, margin = cells
+        assert (before, after) == (_round4(run["before"]["hybrid"]), _round4(run["after"]["hybrid"])), name
+        assert (vector, lexical) == (_round4(run["vector"]), _round4(run["lexical"])), name
+        assert float(change.replace("−", "-")) == run["change"], name
+        assert float(margin.replace("−", "-")) == run["margin_after"], name
+    manuals = _rows("fusion-languages.md", "| debian-manuals, nDCG@10 (document / passage) |")
+    labels = {
+        "hybrid before": "before",
+        "blend by share": "blend by share",
+        "gate": "gate",
+        "the rule (shipped)": "rule",
+        "vector branch": "vector",
+        "lexical branch": "lexical",
+        "hybrid rrf": "hybrid_rrf",
+    }
+    assert set(manuals) == set(labels)
+    for label, key in labels.items():
+        for cell, questions in zip(manuals[label], ("heading", "translated"), strict=True):
+            figures = doc["debian-manuals"][questions][key]
+            assert cell == f"{_round4(figures['document'])} / {_round4(figures['passage'])}", label

@@ -238,7 +238,9 @@ def _settings_report(
             "rule": (
                 "vector_weight × (cosine − unrelated) / (related − unrelated) + (1 − vector_weight) × "
                 "max(0, (BM25 − mean + 3 sd) / (6 sd)) over the lexical list's BM25 mean and "
-                "population sd (without spread: 1 for the list's hits, 0 for the others)"
+                "population sd (without spread: 1 for the list's hits, 0 for the others); an entry in "
+                "another language than the query's own takes max(0, its cosine on that scale) as the "
+                "lexical term"
             ),
             "vector_weight": {
                 "rule": "base / (1 + length_factor * ln(1 + query words)), within 0.1..0.9",

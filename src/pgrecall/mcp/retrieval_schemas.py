@@ -42,6 +42,11 @@ class ScoreBreakdown(BaseModel):
         description="The lexical branch's part of `fused`: in convex fusion the lexical weight × BM25 "
         "rescaled over the lexical list (see fusion_scale); in rrf, lexical_rrf."
     )
+    lexical_imputed: bool = Field(
+        default=False,
+        description="True when lexical_share is the cosine on the model's scale, not BM25: the entry is "
+        "in another language than the query's words, which cannot match it.",
+    )
     fused: float = Field(description="vector_share + lexical_share + recency: the ranking score.")
     recency: float = Field(
         description="Recency term: 0.5^(age in days / recency_half_life_days) × what a first place in one "

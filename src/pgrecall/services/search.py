@@ -71,6 +71,9 @@ class ScoreBreakdown:
     # Each branch's part of `fused` under the fusion this search used (the rrf terms in rrf).
     vector_share: float = 0.0
     lexical_share: float = 0.0
+    # Convex: lexical_share is the hit's cosine on the model's scale, not its BM25 (an entry in
+    # another language than the query's words; store/search_sql.py).
+    lexical_imputed: bool = False
     # Relative to the best hit of each branch in this search (domain/relevance.py).
     vector_relevance: float | None = None
     lexical_relevance: float | None = None
@@ -394,6 +397,7 @@ class SearchService:
                 fused=row.fused,
                 vector_share=row.vec_part,
                 lexical_share=row.lex_part,
+                lexical_imputed=row.lex_imputed,
                 regconfig=row.lex_cfg,
                 matched_terms=row.matched,
                 vector_relevance=_rounded(judged.vector),

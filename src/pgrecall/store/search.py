@@ -165,6 +165,7 @@ class SearchRow:
     vec_part: float
     lex_part: float
     lex_cfg: str | None
+    lex_imputed: bool  # lex_part is the cosine: the entry is in another language than the query
     matched: list[str]
     recency_rrf: float
     title: str | None
@@ -332,6 +333,7 @@ def to_rows(rows: list[dict[str, Any]]) -> SearchRows:
             vec_part=float(r["vec_part"]),
             lex_part=float(r["lex_part"]),
             lex_cfg=r["lex_cfg"],
+            lex_imputed=bool(r["lex_imputed"]),
             matched=list(r["matched"] or []),
             recency_rrf=float(r["recency_rrf"]),
             title=r["title"],

@@ -216,7 +216,10 @@ covered AS MATERIALIZED (
     -- below cover_ratio a language is not searched, and its BM25 counts share^cover_power. A German
     -- query stemmed as English finds few English words; searched in English at full weight, its
     -- stray matches (names, loan words) outrank the German entries on English idf.
-    SELECT cfg, hits / nullif((SELECT max(hits) FROM coverage), 0.0) AS share
+    -- own: a language holding as many of the query's words as the best one (the query's language;
+    -- several when they tie, as a name or a command in two vocabularies does).
+    SELECT cfg, hits / nullif((SELECT max(hits) FROM coverage), 0.0) AS share,
+           hits >= (SELECT max(hits) FROM coverage) AS own
     FROM coverage
     WHERE hits > 0 AND hits >= %(cover_ratio)s * (SELECT max(hits) FROM coverage)
 ),
@@ -309,7 +312,7 @@ lex AS MATERIALIZED (
     LIMIT %(n_lex)s
 ),
 vec_raw AS MATERIALIZED (
-    SELECT e.id, e.embedding::vector({dim}) <=> %(qvec)s::vector({dim}) AS dist
+    SELECT e.id, e.language AS cfg, e.embedding::vector({dim}) <=> %(qvec)s::vector({dim}) AS dist
     FROM entries e
     WHERE %(qvec)s::text IS NOT NULL
       AND e.owner = %(owner)s AND e.deleted_at IS NULL
@@ -320,7 +323,7 @@ vec_raw AS MATERIALIZED (
 vec AS MATERIALIZED (
     -- An iterative scan returns rows in relaxed order: rank here, ties by id. The
     -- similarity floor applies to the branch's rows, not inside the index scan.
-    SELECT id, 1.0 - dist AS cos_sim, row_number() OVER (ORDER BY dist, id) AS rank
+    SELECT id, cfg, 1.0 - dist AS cos_sim, row_number() OVER (ORDER BY dist, id) AS rank
     FROM vec_raw
     WHERE 1.0 - dist >= %(min_sim)s
 ),
@@ -350,8 +353,15 @@ fused AS (
     -- its hits 1 and every other candidate 0: a rare word found in one entry must still lift it;
     -- no list gives 0. A candidate one branch did not return counts as that branch's weakest:
     -- BM25 0, or, without a vector of its own, the lowest cosine the vector branch returned.
+    -- Except an entry in another language than the query's (not an `own` language of covered):
+    -- the query's words cannot be in it, so BM25 says nothing about it (0, or a stray match of a
+    -- name or a command); its lexical part is its cosine on the model's scale instead, so a
+    -- question answered in another language (an English question, a German manual) is ranked by
+    -- meaning, not pushed under the query-language entries that share its words
+    -- (docs/fusion-languages.md). Not when the lexical branch searched no language, nor without
+    -- a query vector.
     SELECT coalesce(v.id, l.id) AS id, v.rank AS vec_rank, coalesce(v.cos_sim, c.cos_sim) AS cos_sim,
-           l.rank AS lex_rank, l.score AS lex_score, l.cfg AS lex_cfg,
+           l.rank AS lex_rank, l.score AS lex_score, l.cfg AS lex_cfg, m.imputed AS lex_imputed,
            coalesce(1.0 / (%(k)s + v.rank), 0.0) AS vec_rrf,
            coalesce(1.0 / (%(k)s + l.rank), 0.0) AS lex_rrf,
            CASE WHEN NOT %(convex)s THEN coalesce(1.0 / (%(k)s + v.rank), 0.0)
@@ -360,6 +370,9 @@ fused AS (
                      / (%(cos_hi)s - %(cos_lo)s) END AS vec_part,
            CASE WHEN NOT %(convex)s THEN coalesce(1.0 / (%(k)s + l.rank), 0.0)
                 ELSE (1.0 - %(w_vec)s) * CASE
+                    WHEN m.imputed
+                    THEN greatest(0.0, (coalesce(v.cos_sim, c.cos_sim, s.worst_cos) - %(cos_lo)s)
+                                       / (%(cos_hi)s - %(cos_lo)s))
                     WHEN s.lex_sd > 0.0
                     THEN greatest(0.0, (coalesce(l.score, 0.0) - s.lex_mean + 3.0 * s.lex_sd)
                                        / (6.0 * s.lex_sd))
@@ -368,6 +381,10 @@ fused AS (
     FROM vec v FULL JOIN lex l ON v.id = l.id
     LEFT JOIN lexcos c ON c.id = l.id
     CROSS JOIN branch_scale s
+    CROSS JOIN LATERAL (
+        SELECT %(convex)s AND s.worst_cos IS NOT NULL AND EXISTS (SELECT FROM covered)
+               AND coalesce(l.cfg, v.cfg) NOT IN (SELECT cfg FROM covered WHERE own) AS imputed
+    ) m
 ),
 recent AS (
     -- Opt-in recency (half_life set): 0.5^(age / half-life) × first_place, what a first place in
@@ -419,7 +436,7 @@ SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
             WHEN e.embedding_dim = {dim} AND e.embedding_model = %(model)s
             THEN 1.0 - (e.embedding::vector({dim}) <=> %(qvec)s::vector({dim})) END AS cos_sim,
        top.vec_rrf, top.lex_rank, top.lex_score, top.recency_rrf,
-       top.lex_rrf, top.vec_part, top.lex_part, top.lex_cfg::text AS lex_cfg,
+       top.lex_rrf, top.vec_part, top.lex_part, top.lex_cfg::text AS lex_cfg, top.lex_imputed,
        ARRAY(SELECT u.lexeme FROM langterms t, unnest(t.lexemes, t.tqs) AS u(lexeme, tq)
              WHERE t.cfg = top.lex_cfg AND e.tsv @@ u.tq ORDER BY u.lexeme) AS matched,
        e.title, left(e.body, %(body_chars)s) AS body, e.tags, e.language::text AS language,
