@@ -536,6 +536,31 @@ async def test_the_fusion_legend_shows_the_weights_used(token_env: dict[str, str
         assert f"mean {scale['lexical_mean']:.2f}, sd {scale['lexical_sd']:.2f}" in legend, legend
 
 
+async def test_a_lexical_share_taken_from_the_cosine_is_drawn_and_named_apart(
+    token_env: dict[str, str], tmp_path: Path
+) -> None:
+    """An entry in another language than the question: its lexical share is its cosine, not BM25."""
+    alice = new_token(token_env, "alice")
+    question = "Häuser am See"
+    with running_http_server(token_env, tmp_path / "server.log") as base:
+        async with _mcp(f"{base}/mcp", alice) as mcp:
+            await call(mcp, "add_entry", text="Die Häuser am See sind im Sommer teuer.")
+            await call(mcp, "add_entry", text="Les maisons au bord du lac sont chères en été.")
+            searched = await call(mcp, "search", query=question, explain=True)
+        imputed = {h["language"]: h["breakdown"]["lexical_imputed"] for h in searched["hits"]}
+        assert imputed == {"german": False, "french": True}, searched
+        with ui_client(base) as ui:
+            sign_in_with_token(ui, alice)
+            page = ui.get("/ui/search", params={"q": question}).text
+        hits = dict(re.findall(r'<li class="hit" data-language="(\w+)">(.*?)</li>', page, re.S))
+        assert set(hits) == {"german", "french"}, page
+        assert 'class="bar-imputed"' in hits["french"] and 'class="bar-lexical"' not in hits["french"]
+        assert "from the cosine (another language)" in hits["french"]
+        assert 'class="bar-lexical"' in hits["german"] and "bar-imputed" not in hits["german"]
+        assert re.search(r"BM25 \d\.\d{3}", hits["german"]), hits["german"]
+        assert "key-imputed" in page  # the legend names the pale bar
+
+
 def test_the_one_time_link_goes_to_a_terminal_never_to_the_log_stream(
     settings: Settings, tmp_path: Path
 ) -> None:

@@ -183,6 +183,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         fusion=fusion,
         fusion_weights=fusion_weights,
         fusion_scale=fusion_scale,
+        any_imputed=any(h.breakdown is not None and h.breakdown.lexical_imputed for h in hits),
         languages=ui.app.catalog.supported_codes(),
         chart_width=CHART_WIDTH,
     )
