@@ -366,13 +366,10 @@ fused AS (
            coalesce(1.0 / (%(k)s + l.rank), 0.0) AS lex_rrf,
            CASE WHEN NOT %(convex)s THEN coalesce(1.0 / (%(k)s + v.rank), 0.0)
                 WHEN s.worst_cos IS NULL THEN 0.0
-                ELSE %(w_vec)s * (coalesce(v.cos_sim, c.cos_sim, s.worst_cos) - %(cos_lo)s)
-                     / (%(cos_hi)s - %(cos_lo)s) END AS vec_part,
+                ELSE %(w_vec)s * m.on_scale END AS vec_part,
            CASE WHEN NOT %(convex)s THEN coalesce(1.0 / (%(k)s + l.rank), 0.0)
                 ELSE (1.0 - %(w_vec)s) * CASE
-                    WHEN m.imputed
-                    THEN greatest(0.0, (coalesce(v.cos_sim, c.cos_sim, s.worst_cos) - %(cos_lo)s)
-                                       / (%(cos_hi)s - %(cos_lo)s))
+                    WHEN m.imputed THEN greatest(0.0, m.on_scale)
                     WHEN s.lex_sd > 0.0
                     THEN greatest(0.0, (coalesce(l.score, 0.0) - s.lex_mean + 3.0 * s.lex_sd)
                                        / (6.0 * s.lex_sd))
@@ -383,7 +380,9 @@ fused AS (
     CROSS JOIN branch_scale s
     CROSS JOIN LATERAL (
         SELECT %(convex)s AND s.worst_cos IS NOT NULL AND EXISTS (SELECT FROM covered)
-               AND coalesce(l.cfg, v.cfg) NOT IN (SELECT cfg FROM covered WHERE own) AS imputed
+               AND coalesce(l.cfg, v.cfg) NOT IN (SELECT cfg FROM covered WHERE own) AS imputed,
+               (coalesce(v.cos_sim, c.cos_sim, s.worst_cos) - %(cos_lo)s)
+               / (%(cos_hi)s - %(cos_lo)s) AS on_scale
     ) m
 ),
 recent AS (
