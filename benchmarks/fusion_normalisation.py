@@ -34,7 +34,8 @@ Step 2 (fast, offline): `replay` scores every rule on every collection and write
 
 Step 3 (a check of the replay): `statement` runs the previous (length) and the frozen rule through the
 search statement itself, top 10 per query. The frozen rule now ships; the previous one is the shipped
-statement with its old lexical part swapped back in (`previous_statement`).
+statement with its old lexical part swapped back in (`previous_statement`). The statement's fusion
+has changed since (f4d3817, 4778b02): run this step from commit 22296fc, where it was written.
 
 Run: python benchmarks/fusion_normalisation.py collect --cache DIR NAME…
      python benchmarks/fusion_normalisation.py replay --cache DIR [--json FILE]
@@ -125,7 +126,11 @@ PREVIOUS = (1.0, 0.2)
 
 def previous_statement() -> str:
     """The search statement with the previous rule's lexical part (BM25 / the best BM25)."""
-    assert _SCALE in SQL_SEARCH and _LEX_PART in SQL_SEARCH, "the statement's fusion changed"
+    if _SCALE not in SQL_SEARCH or _LEX_PART not in SQL_SEARCH:
+        raise SystemExit(
+            "statement: the search statement's fusion changed after this study (f4d3817, 4778b02); "
+            "run this step from the commit it was written for: git worktree add DIR 22296fc"
+        )
     return SQL_SEARCH.replace(_LEX_PART, _LEX_PART_BEST)
 
 
