@@ -1,10 +1,12 @@
-"""Shared steps of the long-document collection builders (debian_manuals.py, postgresql_doc.py).
+"""Shared steps of the long-document collection builders (debian_manuals.py, postgresql_doc.py,
+python_doc.py).
 
-Both manuals are DocBook rendered to HTML: a page is a section (`div.section`, `div.sect1`,
-`div.refentry` …) holding nested sections, each opened by its heading. The builders keep the pages
-byte for byte as the Debian package ships them; this module reads them (BeautifulSoup over lxml)
-only to find section headings, anchors and the answer sentence of each judged section, and writes
-the collection files that `pgrecall.evaluation.documents_dataset` loads.
+The manuals are DocBook or Sphinx rendered to HTML: a page is a section (DocBook's `div.section`,
+`div.sect1`, `div.refentry` …, Sphinx's HTML5 `<section>`) holding nested sections, each opened by
+its heading. The builders keep the pages byte for byte as the Debian package ships them; this
+module reads them (BeautifulSoup over lxml) only to find section headings, anchors and the answer
+sentence of each judged section, and writes the collection files that
+`pgrecall.evaluation.documents_dataset` loads.
 """
 
 from __future__ import annotations
@@ -95,7 +97,9 @@ def parse(data: bytes) -> BeautifulSoup:
 
 
 def is_section(el: Tag) -> bool:
-    """A DocBook section container."""
+    """A section container: DocBook's classed div, or Sphinx's HTML5 <section>."""
+    if el.name == "section":
+        return True
     classes = el.get("class") or []
     return el.name == "div" and any(c in SECTION_CLASSES for c in classes)
 
@@ -185,6 +189,16 @@ def answer_after(start: Tag, sec: Tag) -> str:
 
 def _inside_aside(el: Tag, sec: Tag) -> bool:
     asides = {"sidebar", "note", "tip", "warning", "caution", "important", "table", "example", "toc"}
+    # Sphinx: admonitions ("See also" included), version notes and topic boxes.
+    asides |= {
+        "admonition",
+        "seealso",
+        "versionadded",
+        "versionchanged",
+        "deprecated",
+        "deprecated-removed",
+        "topic",
+    }
     for parent in el.parents:
         if parent is sec:
             return False

@@ -20,6 +20,7 @@ EXPECTED = {
     # name: (documents, queries, query languages)
     "debian-manuals": (118, 500, {"en", "de", "fr", "es", "ja"}),
     "postgresql-doc": (400, 400, {"en"}),
+    "python-doc": (150, 300, {"en"}),
 }
 
 
