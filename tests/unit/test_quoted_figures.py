@@ -720,3 +720,31 @@ def test_the_fusion_languages_tables_are_the_json() -> None:
         for cell, questions in zip(manuals[label], ("heading", "translated"), strict=True):
             figures = doc["debian-manuals"][questions][key]
             assert cell == f"{_round4(figures['document'])} / {_round4(figures['passage'])}", label
+
+
+@pytest.mark.parametrize(
+    ("marker", "json_name"),
+    [
+        ("| postgresql-doc, nDCG@10 | document |", "fusion_code-postgresql-doc.json"),
+        ("| python-doc, nDCG@10 | document |", "fusion_code-python-doc.json"),
+    ],
+)
+def test_the_code_ceiling_tables_are_the_json(marker: str, json_name: str) -> None:
+    results = _json(json_name)["results"]
+    table = _rows("fusion-code.md", marker)
+    for label, cells in table.items():
+        if label.startswith("vector / lexical / rrf"):
+            for cell, level in zip(cells[:2], ("document", "passage"), strict=True):
+                shown = [_round4(results[s][level]["all"]) for s in ("vector", "lexical", "hybrid_rrf")]
+                assert cell == " / ".join(shown), (label, cell)
+            continue
+        cap = "1.0" if label.startswith("hybrid, no ceiling") else label.split()[1].strip("*")
+        run = results[f"hybrid cap {cap}"]
+        assert cells[:3] == [
+            _round4(run["document"]["all"]),
+            _round4(run["passage"]["all"]),
+            _round4(run["passage"]["code"]),
+        ], label
+        if cap != "1.0":
+            change = float(cells[3].split()[0].replace("−", "-").replace("+", ""))
+            assert change == round(run["passage_vs_no_cap"]["mean_difference"], 4), label
