@@ -187,22 +187,19 @@ def answer_after(start: Tag, sec: Tag) -> str:
     return ""
 
 
+# Boxes beside a section's running text: DocBook's, and Sphinx's admonitions ("See also" included),
+# version notes and topic boxes.
+ASIDE_CLASSES = frozenset(
+    {"sidebar", "note", "tip", "warning", "caution", "important", "table", "example", "toc"}
+    | {"admonition", "seealso", "versionadded", "versionchanged", "deprecated", "deprecated-removed", "topic"}
+)
+
+
 def _inside_aside(el: Tag, sec: Tag) -> bool:
-    asides = {"sidebar", "note", "tip", "warning", "caution", "important", "table", "example", "toc"}
-    # Sphinx: admonitions ("See also" included), version notes and topic boxes.
-    asides |= {
-        "admonition",
-        "seealso",
-        "versionadded",
-        "versionchanged",
-        "deprecated",
-        "deprecated-removed",
-        "topic",
-    }
     for parent in el.parents:
         if parent is sec:
             return False
-        if isinstance(parent, Tag) and asides & set(parent.get("class") or []):
+        if isinstance(parent, Tag) and ASIDE_CLASSES.intersection(parent.get("class") or []):
             return True
     return False
 

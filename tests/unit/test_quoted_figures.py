@@ -704,8 +704,8 @@ def test_the_fusion_languages_tables_are_the_json() -> None:
         before, after, change, vector, lexical, margin = cells
         assert (before, after) == (_round4(run["before"]["hybrid"]), _round4(run["after"]["hybrid"])), name
         assert (vector, lexical) == (_round4(run["vector"]), _round4(run["lexical"])), name
-        assert float(change.replace("−", "-")) == run["change"], name
-        assert float(margin.replace("−", "-")) == run["margin_after"], name
+        assert _signed(change) == run["change"], name
+        assert _signed(margin) == run["margin_after"], name
     manuals = _rows("fusion-languages.md", "| debian-manuals, nDCG@10 (document / passage) |")
     labels = {
         "hybrid before": "before",
@@ -747,5 +747,5 @@ def test_the_code_ceiling_tables_are_the_json(marker: str, json_name: str) -> No
             _round4(run["passage"]["code"]),
         ], label
         if cap != "1.0":
-            change = float(cells[3].split()[0].replace("−", "-").replace("+", ""))
+            change = _signed(cells[3].split()[0])
             assert change == round(run["passage_vs_no_cap"]["mean_difference"], 4), label
