@@ -6,9 +6,7 @@ the vector branch, the lexical branch and rrf run once, then hybrid (convex) onc
 `Tuning.vector_weight_code` (1.0: no ceiling, the length prior alone). Document- and passage-level
 nDCG@10 as `pgrecall eval --documents` scores them, overall and for the questions that name code
 (`domain.text.code_words`) and those that do not, with a paired sign-flip test of each ceiling against
-no ceiling at passage level (cjk_segmenter.paired). docs/fusion-code.md is the study: the ceiling was
-measured and not shipped, so this runs from the commit that had it (`git worktree add DIR ee24d5c`,
-with PYTHONPATH=DIR/src:DIR/benchmarks).
+no ceiling at passage level (cjk_segmenter.paired). docs/fusion-code.md is the study.
 
 Run: PGRECALL_CHUNK_CHARS=1200 python benchmarks/fusion_code.py DIR [--caps 1.0,0.5,…]
          [--limit-documents N] [--json FILE]
