@@ -6,12 +6,10 @@ the vector branch, the lexical branch and rrf run once, then hybrid (convex) onc
 `Tuning.vector_weight_code` (1.0: no ceiling, the length prior alone). Document- and passage-level
 nDCG@10 as `pgrecall eval --documents` scores them, overall and for the questions that name code
 (`domain.text.code_words`) and those that do not, with a paired sign-flip test of each ceiling against
-no ceiling at passage level (cjk_segmenter.paired). docs/fusion-code.md is the study: the ceiling was
-measured and not shipped, so this runs from the commit that had it (`git worktree add DIR ee24d5c`,
-with PYTHONPATH=DIR/src:DIR/benchmarks).
+no ceiling at passage level (cjk_segmenter.paired). docs/fusion-code.md is the study.
 
 Run: PGRECALL_CHUNK_CHARS=1200 python benchmarks/fusion_code.py DIR [--caps 1.0,0.5,…]
-         [--limit-documents N] [--json FILE]
+         [--limit-documents N] [--questions NAME] [--json FILE]
 """
 
 from __future__ import annotations
@@ -53,10 +51,12 @@ def _split(per_query: Mapping[str, float], named: set[str]) -> dict[str, float |
     }
 
 
-def measure(collection_dir: Path, caps: Sequence[float], limit_documents: int | None) -> dict[str, Any]:
+def measure(
+    collection_dir: Path, caps: Sequence[float], limit_documents: int | None, questions: str | None
+) -> dict[str, Any]:
     """Every ceiling and branch on one chunked store of the collection."""
     settings = Settings()
-    collection = load_document_collection(collection_dir)
+    collection = load_document_collection(collection_dir, questions=questions)
     doc_ids, queries, qrels = d.select(collection, limit_documents, None)
     named = {q for q, text in queries.items() if code_words(text)}
     embedder = create_embedder(settings)
@@ -92,6 +92,7 @@ def measure(collection_dir: Path, caps: Sequence[float], limit_documents: int | 
                 )
     return {
         "collection": collection.name,
+        "questions": questions or "default",
         "documents": len(doc_ids),
         "queries": len(queries),
         "queries_naming_code": len(named),
@@ -110,10 +111,12 @@ def main() -> None:
     parser.add_argument("collection", type=Path)
     parser.add_argument("--caps", default="1.0,0.3,0.4,0.5,0.6,0.7")
     parser.add_argument("--limit-documents", type=int)
+    parser.add_argument("--questions", help="the collection's question set NAME (queries-NAME.jsonl)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     run = record.Run(vars(args))
-    doc = run.finish(measure(args.collection, [float(c) for c in args.caps.split(",")], args.limit_documents))
+    caps = [float(c) for c in args.caps.split(",")]
+    doc = run.finish(measure(args.collection, caps, args.limit_documents, args.questions))
     if args.json:
         record.write(doc, args.json)
         print(f"wrote {args.json}")

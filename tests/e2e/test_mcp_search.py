@@ -154,6 +154,26 @@ async def test_convex_fusion_weighs_the_model_scale_and_rescaled_bm25(runtime: R
         lexical = await call(client, "search", query="Häuser am See", mode="lexical", explain=True)
         assert lexical["fusion"] == "rrf" and lexical["fusion_weights"] is None
         assert lexical["fusion_scale"] is None
+        assert lexical["fusion_evidence"] is None
+        assert result["fusion_evidence"] == {"words": 3, "code_words": []}
+
+
+async def test_a_question_naming_code_shows_the_capped_weight_and_why(runtime: Runtime) -> None:
+    from pgrecall.mcp.server import create_server
+
+    async with Client(create_server(runtime)) as client:
+        await call(client, "add_entry", text="max_connections sets how many clients may connect at once.")
+        await call(client, "add_entry", text="Each connection to the server costs some memory.")
+        question = "What should I know about max_connections?"
+        named = await call(client, "search", query=question, explain=True)
+        assert named["fusion"] == "convex"
+        assert named["fusion_evidence"] == {"words": 6, "code_words": ["max_connections"]}
+        cap = Tuning().vector_weight_code
+        assert named["fusion_weights"] == {"vector": cap, "lexical": round(1 - cap, 6)}
+        assert Tuning(vector_weight_code=1.0).vector_weight(question) > cap  # the prior alone
+        plain = await call(client, "search", query="How many clients may connect?", explain=True)
+        assert plain["fusion_evidence"] == {"words": 5, "code_words": []}
+        assert plain["fusion_weights"]["vector"] == round(Tuning().vector_weight("a b c d e"), 6)
 
 
 async def test_rrf_stays_available_by_configuration(runtime: Runtime) -> None:

@@ -534,6 +534,11 @@ async def test_the_fusion_legend_shows_the_weights_used(token_env: dict[str, str
         assert f"{weights['lexical']:.2f} × BM25" in legend, legend
         scale = searched["fusion_scale"]  # the evidence that rescaled BM25
         assert f"mean {scale['lexical_mean']:.2f}, sd {scale['lexical_sd']:.2f}" in legend, legend
+        assert "; 2 words)" in legend and "naming code" not in legend, legend  # what set the weights
+        with ui_client(base) as ui:
+            sign_in_with_token(ui, alice)
+            page = ui.get("/ui/search", params={"q": "zebrafish_rollback"}).text
+        assert "; 1 word, naming code (zebrafish_rollback): the cosine's weight capped)" in page, page
 
 
 async def test_a_lexical_share_taken_from_the_cosine_is_drawn_and_named_apart(

@@ -95,7 +95,11 @@ def test_eval_reports_every_metric_in_an_isolated_database(
     assert doc["results"]["hybrid_rrf"]["fusion_used"] == {"rrf": 6}
     assert "(6 sd)" in fusion["rule"] and "lexical list" in fusion["rule"]
     t = Tuning()
-    weight = f"{t.vector_weight_base} / (1 + {t.vector_weight_length_factor} ln(1 + words))"
+    weight = (
+        f"{t.vector_weight_base} / (1 + {t.vector_weight_length_factor} ln(1 + words)), "
+        f"at most {t.vector_weight_code} naming code"
+    )
+    assert fusion["vector_weight"]["code_cap"] == t.vector_weight_code
     assert f"fusion: convex (vector weight {weight}" in output
     assert "BM25 over its list's mean ± 3 sd" in output and "hybrid_rrf" in output
     for mode in ("hybrid", "vector", "lexical"):

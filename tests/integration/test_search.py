@@ -14,7 +14,7 @@ from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.embeddings.base import EmbeddingError
 from pgrecall.errors import InvalidInputError
-from pgrecall.services.search import SearchResult, SearchService
+from pgrecall.services.search import FusionEvidence, SearchResult, SearchService
 from pgrecall.store.search import Tuning
 from tests.helpers.search import KeywordSearch
 
@@ -210,6 +210,36 @@ def test_convex_lexical_share_is_bm25_over_its_lists_mean_and_sd(app: App) -> No
     none = service(app).search(OWNER, "zebrafish", fusion="convex", top_k=20)
     assert none.fusion == "convex" and none.fusion_scale is None and none.hits
     assert all(h.breakdown.lexical_share == 0.0 for h in none.hits)
+
+
+def test_a_question_naming_code_finds_the_entry_that_names_it(app: App) -> None:
+    """The model reads an identifier as fragments: the entry nearest in meaning talks about returning
+    tuples, the one that names SPI_returntuple is found by its letters. A question naming code caps the
+    cosine's weight, so the lexical branch's answer ranks first; the length prior alone did not."""
+    answer = add(
+        app, "SPI_returntuple copies a row into the upper executor context and hands it back as a Datum."
+    )
+    near = add(
+        app, "What should I know about returning a tuple? Returning tuples from SPI procedures needs care."
+    )
+    add(app, "Things to know about the Server Programming Interface: how a procedure returns its tuples.")
+    add(
+        app, "What should I know about returning rows from a C function? Build a tuple, then make it a Datum."
+    )
+    add(app, "SPI_getvalue returns the string value of the specified column of a row.")
+    question = "What should I know about SPI_returntuple?"
+    result = service(app).search(OWNER, question, fusion="convex", top_k=5)
+    check_breakdown(result)
+    assert result.fusion_evidence == FusionEvidence(words=6, code_words=["SPI_returntuple"])
+    assert result.fusion_weights == {"vector": Tuning().vector_weight_code, "lexical": 0.6}
+    assert result.hits[0].id == answer
+    # Without the ceiling (the length prior's 0.82) the entry nearest in meaning won, as in the vector
+    # branch; the lexical branch ranks the answer first.
+    uncapped = service(app, vector_weight_code=1.0).search(OWNER, question, fusion="convex", top_k=5)
+    assert uncapped.fusion_weights is not None and uncapped.fusion_weights["vector"] > 0.79
+    assert uncapped.hits[0].id == near
+    assert service(app).search(OWNER, question, mode="vector", top_k=5).hits[0].id == near
+    assert service(app).search(OWNER, question, mode="lexical", top_k=5).hits[0].id == answer
 
 
 def test_convex_judges_an_entry_in_another_language_by_its_cosine(app: App) -> None:

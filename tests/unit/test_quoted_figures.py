@@ -104,14 +104,27 @@ EVAL_COLUMNS = ("hybrid", "hybrid_rrf", "vector", "lexical", "bm25s")
 
 
 @pytest.mark.parametrize(
-    ("marker", "json_name"),
+    ("page", "marker", "json_name"),
     [
-        ("| nDCG@10 | hybrid (convex) | hybrid (rrf) | vector | lexical | bm25s |", "eval-collections.json"),
-        ("| nDCG@10 | hybrid (convex) | hybrid (rrf) | vector | lexical | bigram BM25 |", "eval-cjk.json"),
+        (
+            "quality.md",
+            "| nDCG@10 | hybrid (convex) | hybrid (rrf) | vector | lexical | bm25s |",
+            "eval-collections.json",
+        ),
+        (
+            "quality.md",
+            "| nDCG@10 | hybrid (convex) | hybrid (rrf) | vector | lexical | bigram BM25 |",
+            "eval-cjk.json",
+        ),
+        (
+            "fusion-code.md",
+            "| nDCG@10, with 0019 and the ceiling | hybrid (convex) |",
+            "eval-dotted-names.json",
+        ),
     ],
 )
-def test_the_collection_quality_tables_are_the_json(marker: str, json_name: str) -> None:
-    table = _table_after("quality.md", marker)
+def test_the_collection_quality_tables_are_the_json(page: str, marker: str, json_name: str) -> None:
+    table = _table_after(page, marker)
     for run in _json(json_name)["collections"]:
         name = run["dataset"]["name"]
         row = next(cells for label, cells in table.items() if label.lower().startswith(name + " "))
@@ -728,6 +741,8 @@ def test_the_fusion_languages_tables_are_the_json() -> None:
     [
         ("| postgresql-doc, nDCG@10 | document |", "fusion_code-postgresql-doc.json"),
         ("| python-doc, nDCG@10 | document |", "fusion_code-python-doc.json"),
+        ("| postgresql-doc with 0019, nDCG@10 | document |", "fusion_code-postgresql-doc-0019.json"),
+        ("| python-doc with 0019, nDCG@10 | document |", "fusion_code-python-doc-0019.json"),
     ],
 )
 def test_the_code_ceiling_tables_are_the_json(marker: str, json_name: str) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.domain.ranking import check_fusion
-from pgrecall.domain.text import make_snippet
+from pgrecall.domain.text import code_words, make_snippet
 from pgrecall.domain.validation import check_mode, check_query
 from pgrecall.errors import InvalidInputError
 from pgrecall.store.search import SQL_SEARCH, SearchParams, Tuning, bind, build_statement, has_filters
@@ -60,6 +60,34 @@ def test_convex_weight_falls_with_the_query_length_and_needs_a_scale() -> None:
     assert replace(params, cos_scale=(0.73, 0.87), vector=None).fusion_used() == "rrf"
     bound = bind(replace(params, cos_scale=(0.73, 0.87)))
     assert bound["convex"] and bound["cos_lo"] == 0.73 and bound["w_vec"] == tuning.vector_weight("q")
+
+
+@pytest.mark.parametrize(
+    ("question", "code"),
+    [
+        ("What should I know about max_connections configuration parameter?", ["max_connections"]),
+        ("Wann ruft Python `__init__` auf, und was tut os.path.join()?", ["__init__", "os.path.join()"]),
+        ("Mail::POP3Client fournit une interface objet.", ["Mail::POP3Client"]),
+        ("pg_dump, then pg_dump again", ["pg_dump"]),
+        # Product names, versions, domains and a lone underscore are not code words.
+        ("OpenPGP tools for X.Org 5.x on freedesktop.org", []),
+        ("a _ b __ c", []),
+        ("共有メモリ shared_buffers の設定", ["shared_buffers"]),
+    ],
+)
+def test_code_words_are_identifiers_written_as_code(question: str, code: list[str]) -> None:
+    assert code_words(question) == code
+
+
+def test_a_question_naming_code_caps_the_cosine_weight() -> None:
+    tuning = Tuning()
+    plain = "What should I know about the maximum number of connections?"
+    named = "What should I know about max_connections?"
+    assert tuning.vector_weight(plain) > tuning.vector_weight_code
+    assert tuning.vector_weight(named) == tuning.vector_weight_code
+    # A long question whose prior is already below the cap keeps its prior.
+    long = " ".join(["word"] * 2000) + " max_connections"
+    assert tuning.vector_weight(long) == Tuning(vector_weight_code=1.0).vector_weight(long) < 0.5
 
 
 def test_statement_is_constant_but_for_the_fragments() -> None:

@@ -67,6 +67,7 @@ def _result_json(result: Retrieved, explain: bool) -> dict[str, Any]:
         "fusion": result.fusion,
         "fusion_weights": result.fusion_weights,
         "fusion_scale": result.fusion_scale,
+        "fusion_evidence": asdict(result.fusion_evidence) if result.fusion_evidence else None,
         "embedder_wait_ms": result.embedder_wait_ms,
         "applied": result.applied,
         "total_candidates": result.total_candidates,

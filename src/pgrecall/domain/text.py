@@ -63,6 +63,21 @@ def make_snippet(body: str, terms: Sequence[str], limit: int = SNIPPET_CHARS) ->
     return "… " + snippet(body[start:], limit)
 
 
+# A word written as code: snake_case (or a leading underscore), a `::` path, a call `()`. An
+# embedding model reads such a word as fragments; the passage that names it is found by its letters.
+_CODE_WORD = re.compile(r"[^\W_]_+[^\W_]|(?:^|\W)_+[^\W_]|[^\W_]::[^\W_]|\w\(\)")
+
+
+def code_words(text: str) -> list[str]:
+    """The words of text written as code identifiers, once each in order, quotes and end marks off."""
+    found: list[str] = []
+    for word in text.split():
+        word = word.strip("\"'`“”‘’?!,;:.")
+        if _CODE_WORD.search(word) and word not in found:
+            found.append(word)
+    return found
+
+
 def shingles(text: str, size: int = SHINGLE) -> frozenset[tuple[str, ...]]:
     """Word n-grams of the case-folded, NFC-normalized text (the words themselves when shorter)."""
     words = _WORD.findall(unicodedata.normalize("NFC", text).casefold())

@@ -243,9 +243,13 @@ def _settings_report(
                 "lexical term"
             ),
             "vector_weight": {
-                "rule": "base / (1 + length_factor * ln(1 + query words)), within 0.1..0.9",
+                "rule": (
+                    "base / (1 + length_factor * ln(1 + query words)), at most code_cap when the "
+                    "query names code (snake_case, a::path, call()), within 0.1..0.9"
+                ),
                 "base": tuning.vector_weight_base,
                 "length_factor": tuning.vector_weight_length_factor,
+                "code_cap": tuning.vector_weight_code,
             },
             "model_scale": (
                 {"unrelated": round(scale.unrelated, 4), "related": round(scale.related, 4)}

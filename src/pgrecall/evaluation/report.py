@@ -65,6 +65,8 @@ def fusion_line(doc: dict[str, Any]) -> str:
     )
     weight = fusion.get("vector_weight") or {}
     rule = f"{weight['base']} / (1 + {weight['length_factor']} ln(1 + words))" if weight else "-"
+    if "code_cap" in weight:
+        rule += f", at most {weight['code_cap']} naming code"
     lexical = "; BM25 over its list's mean ± 3 sd" if "rule" in fusion else ""
     return (
         f"fusion: {fusion.get('configured', 'rrf')} (vector weight {rule}{on_scale}{lexical}); "

@@ -146,6 +146,11 @@ class SearchOut(BaseModel):
         "population standard deviation of the lexical list; a hit's lexical part is the lexical weight × "
         "max(0, (BM25 − mean + 3 sd) / (6 sd)). Null in rrf or without lexical hits."
     )
+    fusion_evidence: dict[str, Any] | None = Field(
+        description="What set convex fusion's weights: words, the question's word count (the vector "
+        "weight falls with it), and code_words, the identifiers it names (snake_case, a::path, "
+        "call()), any of which caps the vector weight (docs/search.md). Null in rrf."
+    )
     embedder_wait_ms: float | None = Field(
         description="Milliseconds this search waited for the embedder to finish loading (a cold start); "
         "null when it was ready."

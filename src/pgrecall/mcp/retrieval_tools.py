@@ -189,6 +189,7 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
                 fusion=result.fusion,
                 fusion_weights=result.fusion_weights,
                 fusion_scale=result.fusion_scale,
+                fusion_evidence=asdict(result.fusion_evidence) if result.fusion_evidence else None,
                 embedder_wait_ms=result.embedder_wait_ms,
                 missing_pins=result.missing_pins,
                 applied=result.applied,

@@ -30,7 +30,13 @@ from pgrecall.domain.validation import (
     check_top_k,
 )
 from pgrecall.errors import InvalidInputError
-from pgrecall.services.search import SearchHit, SearchOptions, SearchResult, SearchService
+from pgrecall.services.search import (
+    FusionEvidence,
+    SearchHit,
+    SearchOptions,
+    SearchResult,
+    SearchService,
+)
 from pgrecall.store.entries import EntryStore
 
 # Candidates fetched for the fill; dedup and MMR need some to spare beyond top_k.
@@ -115,6 +121,7 @@ class Retrieved:
     fusion: str = "rrf"  # how the search(es) fused their branches ("convex+rrf" when they differed)
     fusion_weights: dict[str, float] | None = None
     fusion_scale: dict[str, float] | None = None  # the first search's lexical mean and sd (convex)
+    fusion_evidence: FusionEvidence | None = None  # what set the first search's weights (convex)
     # How long the search(es) waited for a loading embedder (cold start); None: it was ready.
     embedder_wait_ms: float | None = None
     # Distinct candidates of both branches; what the retrieval ran with; its stages.
@@ -266,6 +273,7 @@ class RetrievalService:
             fusion=first.fusion,
             fusion_weights=first.fusion_weights,
             fusion_scale=first.fusion_scale,
+            fusion_evidence=first.fusion_evidence,
             embedder_wait_ms=first.timings.embedder_wait_ms,
             total_candidates=first.total_candidates,
             applied=applied(options, top_k, first, diversify),

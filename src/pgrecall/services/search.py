@@ -17,7 +17,7 @@ from pgrecall.domain.entries import EntryFilters, Status
 from pgrecall.domain.language import LanguageCatalog
 from pgrecall.domain.ranking import check_fusion
 from pgrecall.domain.relevance import BranchScale, relevance
-from pgrecall.domain.text import make_snippet
+from pgrecall.domain.text import code_words, make_snippet
 from pgrecall.domain.validation import (
     Mode,
     check_filters,
@@ -116,6 +116,14 @@ class SearchHit:
 
 
 @dataclass(frozen=True)
+class FusionEvidence:
+    """What set convex fusion's weights for a question (Tuning.vector_weight)."""
+
+    words: int  # the length prior's count
+    code_words: list[str]  # words written as code; any of them caps the cosine's weight
+
+
+@dataclass(frozen=True)
 class SearchTimings:
     """Where the time went, in milliseconds (embed_ms None when no vector was computed)."""
 
@@ -149,6 +157,9 @@ class SearchResult:
     fusion: str = "rrf"
     fusion_weights: dict[str, float] | None = None
     fusion_scale: dict[str, float] | None = None
+    # What set the convex weights: the question's words (the length prior) and the code words it
+    # names (which cap the cosine's weight).
+    fusion_evidence: FusionEvidence | None = None
     # Distinct candidates both branches found, and how many the statement ranked (≤ its top_k).
     total_candidates: int = 0
     ranked: int = 0
@@ -257,6 +268,7 @@ class SearchService:
             fusion=fusion,
             fusion_weights=_weights(params.vector_weight()) if fusion == "convex" else None,
             fusion_scale=_lexical_scale(found) if fusion == "convex" else None,
+            fusion_evidence=_evidence(params.query) if fusion == "convex" else None,
             timings=SearchTimings(
                 embed_ms=round(embed_ms, 3) if embed_ms is not None else None,
                 sql_ms=round(sql_ms, 3),
@@ -425,6 +437,10 @@ def _place(row: SearchRow) -> DocumentPlace | None:
 
 def _weights(vector: float) -> dict[str, float]:
     return {"vector": round(vector, 6), "lexical": round(1.0 - vector, 6)}
+
+
+def _evidence(query: str) -> FusionEvidence:
+    return FusionEvidence(words=len(query.split()), code_words=code_words(query))
 
 
 def _lexical_scale(found: SearchRows) -> dict[str, float] | None:

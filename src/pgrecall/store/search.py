@@ -14,6 +14,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from pgrecall.domain.entries import EntryFilters
+from pgrecall.domain.text import code_words
 from pgrecall.store.entries import as_vector
 from pgrecall.store.filters import compile_filters, has_filters
 from pgrecall.store.search_sql import (
@@ -93,6 +94,10 @@ class Tuning:
     # on half-split collections before a collection built afterwards confirmed it.
     vector_weight_base: float = 1.3
     vector_weight_length_factor: float = 0.3
+    # ... and at most this when the question names code (domain.text.code_words: max_connections,
+    # Mail::POP3Client, join()): the model reads an identifier as fragments, the words find it.
+    # Chosen on postgresql-doc, checked on python-doc built afterwards (docs/fusion-code.md).
+    vector_weight_code: float = 0.4
     # Lexical, in a store of several languages: the query is searched only in languages whose
     # vocabulary holds this share of the query words the best-covered language holds, and their BM25
     # counts share^power. Chosen on debian-mixed (benchmarks/collections): lexical nDCG@10 0.800 with
@@ -115,6 +120,8 @@ class Tuning:
         """Convex fusion's cosine weight for this query (see vector_weight_base)."""
         words = len(query.split())
         weight = self.vector_weight_base / (1.0 + self.vector_weight_length_factor * math.log1p(words))
+        if code_words(query):
+            weight = min(weight, self.vector_weight_code)
         return min(0.9, max(0.1, weight))
 
 

@@ -86,7 +86,8 @@ FRAGMENTS: dict[str, sql.Composable] = {
 # call's statement and parameters.
 #
 # Lexical branch, step by step:
-#  qtext     the query with its CJK runs as bigrams (pgrecall_cjk_bigrams), as the tsv has them.
+#  qtext     the query as the tsv reads its text (pgrecall_lexical_text): CJK runs as bigrams,
+#            dotted names as their parts.
 #  langs     languages (regconfigs) this owner has live entries in, with N and total
 #            length: base statistics plus not-yet-merged deltas (migration 0002).
 #  probe     a query of more than probe_words distinct words is first stemmed in every
@@ -132,9 +133,9 @@ FRAGMENTS: dict[str, sql.Composable] = {
 SQL_SEARCH = """
 WITH
 qtext AS MATERIALIZED (
-    -- The query as entries' tsv sees their text (migration 0017): Han, kana and Hangul runs as
-    -- overlapping bigrams, whatever the query's language; any other text unchanged.
-    SELECT pgrecall_cjk_bigrams(%(query)s::text) AS q
+    -- The query as entries' tsv sees their text (migrations 0017, 0019): Han, kana and Hangul runs
+    -- as overlapping bigrams, whatever the query's language; dotted names (smtplib.SMTP) as parts.
+    SELECT pgrecall_lexical_text(%(query)s::text) AS q
 ),
 langs AS MATERIALIZED (
     SELECT s.language AS cfg, sum(s.n_docs)::float8 AS n_docs, sum(s.total_len)::float8 AS total_len

@@ -147,6 +147,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
     fusion = None
     fusion_weights = None
     fusion_scale = None
+    fusion_evidence = None
     embedder_wait_ms = None
     if asked.query is not None:
         retrieval = RetrievalRequest(
@@ -159,6 +160,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         fusion = result.fusion
         fusion_weights = result.fusion_weights
         fusion_scale = result.fusion_scale
+        fusion_evidence = result.fusion_evidence
         embedder_wait_ms = result.embedder_wait_ms
         rows = [
             (
@@ -183,6 +185,7 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
         fusion=fusion,
         fusion_weights=fusion_weights,
         fusion_scale=fusion_scale,
+        fusion_evidence=fusion_evidence,
         any_imputed=any(h.breakdown is not None and h.breakdown.lexical_imputed for h in hits),
         languages=ui.app.catalog.supported_codes(),
         chart_width=CHART_WIDTH,

@@ -1,0 +1,86 @@
+"""Dotted names found by their parts (migration 0019: indexed whole and as parts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from pgrecall.app import App
+from pgrecall.config import Settings
+from pgrecall.db import migrate as schema
+from pgrecall.services.search import SearchOptions
+from tests.integration.test_search_stats import df_of, mismatches
+
+LEXICAL = SearchOptions(mode="lexical")
+SMTP = "SMTP.ehlo_or_helo_if_needed() calls ehlo() and or helo() if there has been none in this session."
+CATALOG = "Every table has a row in pg_catalog.pg_class; its relkind tells tables from indexes."
+CONFIG = "Set shared_buffers in postgresql.conf and restart the server."
+RELEASE = "Version 3.11 of the interpreter, e.g. for the U.S. mirror, is packaged as python3.11."
+LEXEMES = "SELECT array_agg(t.lexeme ORDER BY t.lexeme) FROM unnest(to_tsvector('english', %s)) AS t"
+
+
+def _hits(app: App, query: str) -> list[str]:
+    result = app.search.search("default", query, top_k=5, options=LEXICAL)
+    return [str(hit.id) for hit in result.hits]
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[App]:
+    with App(settings, embedder=None) as app:
+        yield app
+
+
+def test_a_qualified_name_finds_the_page_that_names_it_shorter(app: App) -> None:
+    ids = {
+        name: str(app.entries.add("default", text=text).entry.id)
+        for name, text in (("smtp", SMTP), ("catalog", CATALOG), ("config", CONFIG))
+    }
+    # The question qualifies the class by its module; the page does not (and the other way round).
+    assert _hits(app, "smtplib.SMTP") == [ids["smtp"]]
+    assert _hits(app, "pg_catalog") == [ids["catalog"]]
+    assert _hits(app, "which conf file") == [ids["config"]]
+    # The whole name stays a term of its own: the entry that writes it whole ranks first.
+    parts_only = str(app.entries.add("default", text="PostgreSQL reads every conf file at start.").entry.id)
+    assert _hits(app, "postgresql.conf") == [ids["config"], parts_only]
+
+
+def test_numbers_and_abbreviations_keep_their_dots(db_url: str) -> None:
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute(LEXEMES.replace("%s", "pgrecall_lexical_text(%s)"), (RELEASE,)).fetchone()
+        plain = conn.execute(LEXEMES, (RELEASE,)).fetchone()
+    assert row is not None and plain is not None
+    # 3.11, e.g., U.S. and python3.11 read as before: no part of two letters follows their dots.
+    assert row == plain
+    assert "3.11" in row[0]
+
+
+def test_statistics_stay_exact_with_parts(app: App, db_url: str) -> None:
+    entry = app.entries.add("default", text=SMTP).entry
+    assert df_of(db_url, "smtp") == 1 and df_of(db_url, "smtp.ehlo") == 1
+    app.entries.update("default", entry.id, text=CATALOG)
+    assert df_of(db_url, "smtp") == 0 and df_of(db_url, "pg_class") == 0 and df_of(db_url, "class") == 1
+    assert mismatches(db_url) == (0, 0)
+
+
+def test_migration_splits_existing_entries_and_back(empty_db_url: str) -> None:
+    url = empty_db_url
+    schema.upgrade(url, "0018_huge_store_ef_search")
+    insert = (
+        "INSERT INTO entries (body, content_hash, language) VALUES (%s, 'sha256:' || repeat('0', 64), %s)"
+    )
+    with psycopg.connect(url) as conn:
+        conn.execute(insert, (SMTP, "english"))
+        conn.execute(insert, (RELEASE, "english"))
+        release_before = conn.execute("SELECT tsv::text FROM entries WHERE body = %s", (RELEASE,)).fetchone()
+    assert df_of(url, "smtp") == 0 and df_of(url, "smtp.ehlo") == 1
+    schema.upgrade(url, "head")
+    assert df_of(url, "smtp") == 1 and df_of(url, "smtp.ehlo") == 1 and mismatches(url) == (0, 0)
+    with psycopg.connect(url) as conn:
+        release_after = conn.execute("SELECT tsv::text FROM entries WHERE body = %s", (RELEASE,)).fetchone()
+    assert release_after == release_before  # text without a dotted name keeps its exact tsv
+    schema.downgrade(url, "0018_huge_store_ef_search")
+    assert df_of(url, "smtp") == 0 and mismatches(url) == (0, 0)
+    schema.upgrade(url, "head")
+    assert df_of(url, "smtp") == 1 and mismatches(url) == (0, 0)
