@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.db import migrate as schema
+from pgrecall.domain.text import DOTTED_NAME
 from pgrecall.services.search import SearchOptions
 from tests.integration.test_search_stats import df_of, mismatches
 
@@ -84,3 +87,21 @@ def test_migration_splits_existing_entries_and_back(empty_db_url: str) -> None:
     assert df_of(url, "smtp") == 0 and mismatches(url) == (0, 0)
     schema.upgrade(url, "head")
     assert df_of(url, "smtp") == 1 and mismatches(url) == (0, 0)
+
+
+def test_the_parts_of_a_dotted_name_are_marked(app: App) -> None:
+    app.entries.add("default", text=SMTP)
+    result = app.search.search("default", "smtplib.SMTP", top_k=1, options=LEXICAL)
+    terms = result.hits[0].breakdown.matched_terms
+    (pieces,) = app.highlighter.pieces([(SMTP, "english", terms)])
+    assert "".join(p.text for p in pieces) == SMTP  # the dots stay in the text shown
+    assert [p.text for p in pieces if p.matched] == ["SMTP"]
+
+
+def test_the_index_and_the_highlighter_agree_on_dotted_names() -> None:
+    path = Path(schema.__file__).parent / "migrations" / "versions" / "0019_dotted_names.py"
+    spec = importlib.util.spec_from_file_location("dotted_names_0019", path)
+    assert spec is not None and spec.loader is not None
+    migration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migration)
+    assert DOTTED_NAME.pattern == migration._DOTTED

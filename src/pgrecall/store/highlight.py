@@ -8,6 +8,8 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from pgrecall.domain.text import split_dotted
+
 # Marks around each matched word; never in stored text (the caller strips them from the input).
 MARK_START, MARK_END = "\x02", "\x03"
 _TERM_SEPARATOR = "\x1f"
@@ -43,10 +45,28 @@ def highlight(
     if not rows:
         return []
     clean = [text.replace(MARK_START, " ").replace(MARK_END, " ") for text, _, _ in rows]
+    # ts_headline reads smtplib.SMTP.ehlo as one word where the index also holds its parts
+    # (migration 0019): it marks the text with those dots as spaces, and the dots are put back.
     params = {
-        "texts": clean,
+        "texts": [split_dotted(text) for text in clean],
         "configs": [config for _, config, _ in rows],
         "terms": [_TERM_SEPARATOR.join(t for t in terms if _TERM_SEPARATOR not in t) for _, _, terms in rows],
     }
     with pool.connection() as conn:
-        return [str(row["marked"]) for row in conn.execute(SQL_HIGHLIGHT, params).fetchall()]
+        marked = [str(row["marked"]) for row in conn.execute(SQL_HIGHLIGHT, params).fetchall()]
+    return [_restore(text, original) for text, original in zip(marked, clean, strict=True)]
+
+
+def _restore(marked: str, original: str) -> str:
+    """marked's marks around original's characters (marked holds original's text, dots as spaces)."""
+    out: list[str] = []
+    at = 0
+    for char in marked:
+        if char in (MARK_START, MARK_END):
+            out.append(char)
+            continue
+        if at >= len(original):
+            return original  # ts_headline changed the text: no marks rather than wrong text
+        out.append(original[at])
+        at += 1
+    return "".join(out) if at == len(original) else original
