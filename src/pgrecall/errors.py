@@ -28,5 +28,9 @@ class SchemaNotAtHeadError(PgrecallError):
     """The database schema is not at the revision this code needs; the message says what to run."""
 
 
+class SchemaChangeRefusedError(PgrecallError):
+    """A migration refused to run on this database; the message says what to do first."""
+
+
 class ConfigurationError(PgrecallError, ValueError):
     """A setting is missing or inconsistent; the message names the PGRECALL_ variable."""

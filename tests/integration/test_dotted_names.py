@@ -14,6 +14,7 @@ from pgrecall.config import Settings
 from pgrecall.db import migrate as schema
 from pgrecall.domain.text import DOTTED_NAME
 from pgrecall.services.search import SearchOptions
+from tests.integration.test_cli_error_lines import _cli, _one_line_failure
 from tests.integration.test_search_stats import df_of, mismatches
 
 LEXICAL = SearchOptions(mode="lexical")
@@ -105,3 +106,20 @@ def test_the_index_and_the_highlighter_agree_on_dotted_names() -> None:
     migration = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(migration)
     assert DOTTED_NAME.pattern == migration._DOTTED
+
+
+def test_a_citus_distributed_store_is_told_how_to_upgrade(empty_db_url: str, tmp_path: Path) -> None:
+    # Citus refuses SET EXPRESSION on its tables; its catalog is imitated here (no Citus binaries).
+    url = empty_db_url
+    schema.upgrade(url, "0018_huge_store_ef_search")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET allow_system_table_mods = on")
+        conn.execute("CREATE TABLE pg_catalog.pg_dist_partition (logicalrelid regclass)")
+        conn.execute("INSERT INTO pg_catalog.pg_dist_partition VALUES ('entries')")
+    line = _one_line_failure(_cli(tmp_path / "home", "migrate", "upgrade", url=url))
+    assert "distributed by Citus" in line and "pgrecall migrate citus --undo, then" in line
+    assert schema.current_revision(url) == "0018_huge_store_ef_search"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DELETE FROM pg_catalog.pg_dist_partition")
+    schema.upgrade(url, "head")  # plain tables again: it runs
+    assert schema.current_revision(url) == "0019_dotted_names"

@@ -19,7 +19,12 @@ from alembic.util import CommandError
 from sqlalchemy import create_engine, pool
 
 from pgrecall.db.conninfo import describe_failure
-from pgrecall.errors import DatabaseUnavailableError, InvalidInputError, SchemaNotAtHeadError
+from pgrecall.errors import (
+    DatabaseUnavailableError,
+    InvalidInputError,
+    SchemaChangeRefusedError,
+    SchemaNotAtHeadError,
+)
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -40,6 +45,11 @@ def _reachable(url: str, revision: str | None = None) -> Iterator[None]:
         raise DatabaseUnavailableError(describe_failure(reason, url)) from exc
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailableError(describe_failure(str(exc), url)) from exc
+    except sqlalchemy.exc.DBAPIError as exc:
+        # A migration's own refusal (RAISE EXCEPTION in its SQL): its message says what to run.
+        if isinstance(exc.orig, psycopg.errors.RaiseException):
+            raise SchemaChangeRefusedError(str(exc.orig).strip().splitlines()[0]) from exc
+        raise
     except (CommandError, RevisionError) as exc:
         if revision is None:
             raise

@@ -48,6 +48,21 @@ _TSV_BEFORE = """
  || setweight(to_tsvector(language, pgrecall_cjk_bigrams(pgrecall_tags_text(tags))), 'C')
 """
 
+# Citus refuses ALTER COLUMN … SET EXPRESSION on its tables (citusdata/citus#7814): a distributed
+# store is taken back to plain tables, upgraded and distributed again (docs/scaling.md). The inner
+# IF is parsed only where Citus' catalog exists.
+_REFUSE_ON_CITUS = """
+DO $$
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = 'entries'::regclass) THEN
+            RAISE EXCEPTION 'entries is distributed by Citus, which cannot change its generated tsv: run '
+                'pgrecall migrate citus --undo, then this migration, then pgrecall migrate citus';
+        END IF;
+    END IF;
+END $$
+"""
+
 # The statistics of migration 0002, recounted from the rewritten tsv (as in 0017).
 _REBUILD_STATISTICS = """
 TRUNCATE lexical_df, lexical_df_delta, lexical_docs, lexical_docs_delta;
@@ -64,6 +79,7 @@ GROUP BY owner, language;
 
 
 def upgrade() -> None:
+    op.execute(_REFUSE_ON_CITUS)
     op.execute(_FUNCTION)
     # The server's role runs it on every write (the generated tsv) and search (the query).
     op.execute(f"GRANT EXECUTE ON FUNCTION pgrecall_lexical_text(text) TO {ROLE}")
@@ -73,6 +89,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute(_REFUSE_ON_CITUS)
     op.execute("LOCK TABLE entries IN ACCESS EXCLUSIVE MODE")
     op.execute(f"ALTER TABLE entries ALTER COLUMN tsv SET EXPRESSION AS ({_TSV_BEFORE})")
     op.execute(_REBUILD_STATISTICS)
