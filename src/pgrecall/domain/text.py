@@ -68,16 +68,6 @@ def make_snippet(body: str, terms: Sequence[str], limit: int = SNIPPET_CHARS) ->
 _CODE_WORD = re.compile(r"[^\W_]_+[^\W_]|(?:^|\W)_+[^\W_]|[^\W_]::[^\W_]|\w\(\)")
 
 
-# A dotted name the lexical index also holds by its parts (migration 0019's pattern, which a test
-# keeps equal): parts of two characters or more, so numbers and abbreviations (3.11, e.g.) stay whole.
-DOTTED_NAME = re.compile(r"[A-Za-z0-9_]{2,}(?:\.[A-Za-z_][A-Za-z0-9_]+)+")
-
-
-def split_dotted(text: str) -> str:
-    """text with the dots of its dotted names as spaces: the same length, the parts as words."""
-    return DOTTED_NAME.sub(lambda m: m.group(0).replace(".", " "), text)
-
-
 def code_words(text: str) -> list[str]:
     """The words of text written as code identifiers, once each in order, quotes and end marks off."""
     found: list[str] = []
@@ -86,6 +76,16 @@ def code_words(text: str) -> list[str]:
         if _CODE_WORD.search(word) and word not in found:
             found.append(word)
     return found
+
+
+# A dotted name the lexical index also holds by its parts (migration 0019's pattern, which a test
+# keeps equal): parts of two characters or more, so numbers and abbreviations (3.11, e.g.) stay whole.
+DOTTED_NAME = re.compile(r"[A-Za-z0-9_]{2,}(?:\.[A-Za-z_][A-Za-z0-9_]+)+")
+
+
+def split_dotted(text: str) -> str:
+    """text with the dots of its dotted names as spaces: the same length, the parts as words."""
+    return DOTTED_NAME.sub(lambda m: m.group(0).replace(".", " "), text)
 
 
 def shingles(text: str, size: int = SHINGLE) -> frozenset[tuple[str, ...]]:

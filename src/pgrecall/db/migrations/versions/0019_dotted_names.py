@@ -1,4 +1,4 @@
-"""Dotted names (module.Class.method, schema.table, postgresql.conf) indexed by their parts
+"""Dotted names (module.Class.method, schema.table, postgresql.conf) indexed whole and by parts
 
 Revision ID: 0019_dotted_names
 Revises: 0018_huge_store_ef_search
@@ -7,12 +7,16 @@ Create Date: 2026-12-07
 PostgreSQL's parser reads a dotted name as one `host` token, cut where its host rules stop:
 `smtplib.SMTP.ehlo_or_helo_if_needed()` becomes the lexeme `smtplib.smtp.ehlo`, the page's own
 `SMTP.ehlo_or_helo_if_needed()` becomes `smtp.ehlo`, and `pg_catalog.pg_class` becomes
-`pg_catalog.pg`; a question naming the function never matches the page that documents it. A dot
-between a letter, digit or underscore and a following letter or underscore becomes a space before
-the parser runs, so each part is a word of its own on both sides (the search statement rewrites the
-query with the same function). Numbers and versions (3.11, v1.2) keep their dot: a digit follows it.
+`pg_catalog.pg`; a question naming the function never matches the page that documents it. Every
+dotted name whose parts are two characters or more is now indexed whole and by its parts: the parts
+are appended to the text the parser reads (smtplib SMTP ehlo_or_helo_if_needed), so the page that
+writes the name as asked still ranks first on the whole token and the others are found by the parts.
+The search statement rewrites the query with the same function. Numbers, versions and abbreviations
+(3.11, python3.11, e.g., U.S.) keep their dot: no part of two characters follows it. The parts
+alone, without the whole, lost the exact page (python-doc passage nDCG@10 0.7025 -> 0.6769), and
+single-letter parts cost CISI's lexical branch 0.016 (docs/fusion-code.md).
 
-pgrecall_lexical_text() is that rewrite on top of pgrecall_cjk_bigrams() (migration 0017), which is
+pgrecall_lexical_text() adds this to pgrecall_cjk_bigrams() (migration 0017), which is
 kept for a server of the previous release still searching while the schema moves on. As in 0017,
 changing the generated expression rewrites the table without firing triggers, so the lexical
 statistics are rebuilt from the new tsv under the same lock.
