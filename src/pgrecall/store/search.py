@@ -96,7 +96,8 @@ class Tuning:
     vector_weight_length_factor: float = 0.3
     # ... and at most this when the question names code (domain.text.code_words: max_connections,
     # Mail::POP3Client, join()): the model reads an identifier as fragments, the words find it.
-    # Chosen on postgresql-doc, checked on python-doc built afterwards (docs/fusion-code.md).
+    # Chosen on postgresql-doc; python-doc, built afterwards, refuted it until dotted names were
+    # indexed by their parts (migration 0019), then confirmed it (docs/fusion-code.md).
     vector_weight_code: float = 0.4
     # Lexical, in a store of several languages: the query is searched only in languages whose
     # vocabulary holds this share of the query words the best-covered language holds, and their BM25
