@@ -122,6 +122,8 @@ def migrate_citus(
 ) -> None:
     """Distribute the store on a Citus cluster by owner (run on the coordinator, at schema head).
 
+    --undo works at any revision: it is also the first step of upgrading a distributed store.
+
     Repeatable; checks the Citus version and the privileges it needs on every node before changing
     anything. To add a worker: `--prepare-node URL` (or `--check-node URL`) first, then
     citus_add_node on the coordinator, then this command again (it sets the new worker up), then
@@ -150,10 +152,12 @@ def migrate_citus(
     current = settings()
     with database(current) as db:
         try:
-            schema.require_head(db.url, embedded=current.embedded)
             if undo:
+                # At any revision: the way back is also how a distributed store is upgraded past a
+                # migration Citus cannot run (0019 changes a generated column).
                 citus.undistribute(db.url, echo)
             else:
+                schema.require_head(db.url, embedded=current.embedded)
                 citus.distribute(db.url, echo, allow_untested=allow_untested_citus)
         except PgrecallError as exc:
             fail(str(exc))

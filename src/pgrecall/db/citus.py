@@ -244,6 +244,17 @@ def undistribute(url: str, report: Report) -> None:
     with _connect(url) as conn:
         _require_citus(conn)
         done = _distributed(conn)
+        # undistribute_table refuses a table with an index on an operator class, as distributing
+        # does: the tag indexes go first (with metadata sync off, as they were made: the workers'
+        # copies of the table never had them) and are made again on the local table.
+        if "entries" in done:
+            conn.execute("SET citus.enable_metadata_sync = off")
+            try:
+                for index, _ in q.TAG_INDEXES:
+                    if _has_tag_index(conn, index):
+                        conn.execute(f"DROP INDEX {index}")  # names from q.TAG_INDEXES, not input
+            finally:
+                conn.execute("RESET citus.enable_metadata_sync")
         for table in (*reversed(q.DISTRIBUTED_TABLES), *q.REFERENCE_TABLES):
             if table in done:
                 conn.execute(q.SQL_UNDISTRIBUTE, (table,))
@@ -251,5 +262,15 @@ def undistribute(url: str, report: Report) -> None:
                 left = _distributed(conn)
                 report(", ".join(sorted(done - left)) + ": local tables again")
                 done = left
+        had_tags_opclass = bool((conn.execute(q.SQL_TAGS_OPCLASS_EXISTS).fetchone() or {}).get("present"))
+        missing = [
+            index
+            for index, _ in q.TAG_INDEXES
+            if had_tags_opclass
+            and not (conn.execute(q.SQL_INDEX_EXISTS, (index,)).fetchone() or {}).get("present")
+        ]
+        if missing:  # also after a run that stopped between the drop and here
+            _tag_indexes(conn, missing)
+            report("tag indexes made again: " + ", ".join(missing))
         _rebuild_statistics(conn)
         report("lexical statistics rebuilt from the entries")
