@@ -9,7 +9,8 @@ be run again, e.g. after adding a worker (it repeats the per-worker setup there)
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import psycopg
 from psycopg.rows import dict_row
@@ -119,14 +120,8 @@ def distribute(url: str, report: Report, allow_untested: bool = False) -> None:
         )
         done = _distributed(conn)
         moved = [t for t in (*q.DISTRIBUTED_TABLES, *q.REFERENCE_TABLES) if t not in done]
-        had_tags_opclass = bool((conn.execute(q.SQL_TAGS_OPCLASS_EXISTS).fetchone() or {}).get("present"))
         if moved:
-            dropped = []
-            if "entries" not in done and had_tags_opclass:
-                for index, _ in q.TAG_INDEXES:
-                    if _has_tag_index(conn, index):
-                        conn.execute(f"DROP INDEX {index}")  # names from q.TAG_INDEXES, not input
-                        dropped.append(index)
+            dropped = _drop_tag_indexes(conn) if "entries" not in done else []
             for table in moved:
                 if table == q.DISTRIBUTED_TABLES[0]:
                     conn.execute(q.SQL_DISTRIBUTE_FIRST)
@@ -227,16 +222,34 @@ def node_sql() -> str:
     return "\n".join(textwrap.dedent(part).strip() + ";" for part in parts) + "\n"
 
 
-def _tag_indexes(conn: psycopg.Connection[dict[str, object]], indexes: list[str]) -> None:
-    # With metadata sync off Citus skips the dependency check that refuses an operator class;
-    # the class exists on every worker (WORKER_TAG_OPERATORS) by now.
+@contextmanager
+def _metadata_sync_off(conn: psycopg.Connection[dict[str, object]]) -> Iterator[None]:
+    # Citus then skips the dependency check that refuses an operator class, and leaves the workers'
+    # copies of the table alone: the tag indexes are made and dropped on the shards only.
     conn.execute("SET citus.enable_metadata_sync = off")
     try:
+        yield
+    finally:
+        conn.execute("RESET citus.enable_metadata_sync")
+
+
+def _tag_indexes(conn: psycopg.Connection[dict[str, object]], indexes: list[str]) -> None:
+    # The operator class exists on every worker (WORKER_TAG_OPERATORS) by now.
+    with _metadata_sync_off(conn):
         for index, column in q.TAG_INDEXES:
             if index in indexes:
                 conn.execute(f"CREATE INDEX {index} ON entries USING gin ({column} pgrecall_tags_ops)")
-    finally:
-        conn.execute("RESET citus.enable_metadata_sync")
+
+
+def _drop_tag_indexes(conn: psycopg.Connection[dict[str, object]]) -> list[str]:
+    """Drops the indexes on the tag operator class (Citus refuses to move a table that has them)."""
+    dropped = []
+    with _metadata_sync_off(conn):
+        for index, _ in q.TAG_INDEXES:
+            if _has_tag_index(conn, index):
+                conn.execute(f"DROP INDEX {index}")  # names from q.TAG_INDEXES, not input
+                dropped.append(index)
+    return dropped
 
 
 def undistribute(url: str, report: Report) -> None:
@@ -244,17 +257,10 @@ def undistribute(url: str, report: Report) -> None:
     with _connect(url) as conn:
         _require_citus(conn)
         done = _distributed(conn)
-        # undistribute_table refuses a table with an index on an operator class, as distributing
-        # does: the tag indexes go first (with metadata sync off, as they were made: the workers'
-        # copies of the table never had them) and are made again on the local table.
+        # undistribute_table refuses the tag indexes as distributing does: they go first and are
+        # made again on the local table.
         if "entries" in done:
-            conn.execute("SET citus.enable_metadata_sync = off")
-            try:
-                for index, _ in q.TAG_INDEXES:
-                    if _has_tag_index(conn, index):
-                        conn.execute(f"DROP INDEX {index}")  # names from q.TAG_INDEXES, not input
-            finally:
-                conn.execute("RESET citus.enable_metadata_sync")
+            _drop_tag_indexes(conn)
         for table in (*reversed(q.DISTRIBUTED_TABLES), *q.REFERENCE_TABLES):
             if table in done:
                 conn.execute(q.SQL_UNDISTRIBUTE, (table,))
