@@ -14,8 +14,8 @@ from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.embeddings.base import EmbeddingError
 from pgrecall.errors import InvalidInputError
-from pgrecall.services.search import FusionEvidence, SearchResult, SearchService
-from pgrecall.store.search import Tuning
+from pgrecall.services.search import SearchResult, SearchService
+from pgrecall.store.search import FusionEvidence, Tuning
 from tests.helpers.search import KeywordSearch
 
 OWNER = "default"

@@ -30,14 +30,9 @@ from pgrecall.domain.validation import (
     check_top_k,
 )
 from pgrecall.errors import InvalidInputError
-from pgrecall.services.search import (
-    FusionEvidence,
-    SearchHit,
-    SearchOptions,
-    SearchResult,
-    SearchService,
-)
+from pgrecall.services.search import SearchHit, SearchOptions, SearchResult, SearchService
 from pgrecall.store.entries import EntryStore
+from pgrecall.store.search import FusionEvidence
 
 # Candidates fetched for the fill; dedup and MMR need some to spare beyond top_k.
 POOL = MAX_TOP_K

@@ -17,7 +17,7 @@ from pgrecall.domain.entries import EntryFilters, Status
 from pgrecall.domain.language import LanguageCatalog
 from pgrecall.domain.ranking import check_fusion
 from pgrecall.domain.relevance import BranchScale, relevance
-from pgrecall.domain.text import code_words, make_snippet
+from pgrecall.domain.text import make_snippet
 from pgrecall.domain.validation import (
     Mode,
     check_filters,
@@ -32,7 +32,14 @@ from pgrecall.embeddings.base import Embedder, EmbeddingError, unavailable_reaso
 from pgrecall.embeddings.cache import CachedQueryEmbedder
 from pgrecall.embeddings.calibration import ModelScale, ScaleCache
 from pgrecall.errors import InvalidInputError
-from pgrecall.store.search import SearchParams, SearchRow, SearchRows, SearchStore, Tuning
+from pgrecall.store.search import (
+    FusionEvidence,
+    SearchParams,
+    SearchRow,
+    SearchRows,
+    SearchStore,
+    Tuning,
+)
 
 log = logging.getLogger(__name__)
 
@@ -113,14 +120,6 @@ class SearchHit:
     score: float
     breakdown: ScoreBreakdown
     document: DocumentPlace | None = None
-
-
-@dataclass(frozen=True)
-class FusionEvidence:
-    """What set convex fusion's weights for a question (Tuning.vector_weight)."""
-
-    words: int  # the length prior's count
-    code_words: list[str]  # words written as code; any of them caps the cosine's weight
 
 
 @dataclass(frozen=True)
@@ -268,7 +267,7 @@ class SearchService:
             fusion=fusion,
             fusion_weights=_weights(params.vector_weight()) if fusion == "convex" else None,
             fusion_scale=_lexical_scale(found) if fusion == "convex" else None,
-            fusion_evidence=_evidence(params.query) if fusion == "convex" else None,
+            fusion_evidence=params.evidence if fusion == "convex" else None,
             timings=SearchTimings(
                 embed_ms=round(embed_ms, 3) if embed_ms is not None else None,
                 sql_ms=round(sql_ms, 3),
@@ -437,10 +436,6 @@ def _place(row: SearchRow) -> DocumentPlace | None:
 
 def _weights(vector: float) -> dict[str, float]:
     return {"vector": round(vector, 6), "lexical": round(1.0 - vector, 6)}
-
-
-def _evidence(query: str) -> FusionEvidence:
-    return FusionEvidence(words=len(query.split()), code_words=code_words(query))
 
 
 def _lexical_scale(found: SearchRows) -> dict[str, float] | None:

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 import psycopg
@@ -38,6 +39,7 @@ __all__ = [
     "SQL_SEARCH",
     "SQL_SET_KNOBS",
     "SQL_STEMMED_LANGUAGES",
+    "FusionEvidence",
     "SearchParams",
     "SearchRow",
     "SearchRows",
@@ -54,6 +56,18 @@ __all__ = [
 # A vector of another dimension than these has no HNSW index (migration 0001) and is
 # searched by exact scan, still correct.
 HNSW_DIMS = frozenset({384, 512, 768, 1024, 1536})
+
+
+@dataclass(frozen=True)
+class FusionEvidence:
+    """What sets convex fusion's weights for a question (Tuning.weight_from)."""
+
+    words: int  # the length prior's count
+    code_words: list[str]  # words written as code; any of them caps the cosine's weight
+
+    @classmethod
+    def of(cls, query: str) -> FusionEvidence:
+        return cls(words=len(query.split()), code_words=code_words(query))
 
 
 @dataclass(frozen=True)
@@ -119,9 +133,14 @@ class Tuning:
 
     def vector_weight(self, query: str) -> float:
         """Convex fusion's cosine weight for this query (see vector_weight_base)."""
-        words = len(query.split())
-        weight = self.vector_weight_base / (1.0 + self.vector_weight_length_factor * math.log1p(words))
-        if code_words(query):
+        return self.weight_from(FusionEvidence.of(query))
+
+    def weight_from(self, evidence: FusionEvidence) -> float:
+        """Convex fusion's cosine weight for a question with this evidence."""
+        weight = self.vector_weight_base / (
+            1.0 + self.vector_weight_length_factor * math.log1p(evidence.words)
+        )
+        if evidence.code_words:
             weight = min(weight, self.vector_weight_code)
         return min(0.9, max(0.1, weight))
 
@@ -147,9 +166,14 @@ class SearchParams:
     fusion: str = "rrf"
     cos_scale: tuple[float, float] | None = None
 
+    @cached_property
+    def evidence(self) -> FusionEvidence:
+        """What sets this search's convex weights, read from its query once."""
+        return FusionEvidence.of(self.query)
+
     def vector_weight(self) -> float:
-        """Convex fusion's cosine weight for this search's query (Tuning.vector_weight)."""
-        return self.tuning.vector_weight(self.query)
+        """Convex fusion's cosine weight for this search's query (Tuning.weight_from)."""
+        return self.tuning.weight_from(self.evidence)
 
     def fusion_used(self) -> str:
         """The fusion the statement applies: convex only with a query vector and the model's scale."""
