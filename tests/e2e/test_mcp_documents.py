@@ -184,3 +184,27 @@ async def test_a_chunks_text_is_changed_through_its_document_only(client: Client
     assert tagged["entry"]["tags"] == ["maintenance"]
     kept = await call(client, "get_entry", id=chunk["id"])
     assert "Descale the boiler" in kept["text"]
+
+
+async def test_group_by_document_gives_top_k_documents_however_long_one_is(client: Client) -> None:
+    # 24 sections that all answer the question: ungrouped, the manual's chunks fill every slot.
+    sections = "\n\n".join(
+        f"## Boiler care, part {i}\n\n"
+        + f"Descale the boiler of machine {i} every three months with citric acid. " * 14
+        for i in range(24)
+    )
+    manual = await call(client, "ingest_document", source="manual.md", text=f"# Boiler manual\n\n{sections}")
+    assert manual["document"]["chunk_count"] >= 20
+    for who in ("Ana", "Ben", "Chen"):
+        await call(client, "add_entry", text=f"{who} descales the office kettle on Fridays.")
+    question = "how often should I descale the boiler"
+
+    flat = await call(client, "search", query=question, top_k=4)
+    assert {h["document"]["id"] for h in flat["hits"] if h["document"]} == {manual["document"]["id"]}
+    grouped = await call(client, "search", query=question, group_by="document", top_k=4)
+    hits = grouped["hits"]
+    assert len(hits) == 4
+    assert hits[0]["document"]["id"] == manual["document"]["id"]
+    assert len(hits[0]["more_chunks"]) == 2  # its best chunk and the next two
+    assert sum(h["document"] is None for h in hits) == 3
+    assert hits[0]["id"] == flat["hits"][0]["id"]  # grouping does not change what ranks first

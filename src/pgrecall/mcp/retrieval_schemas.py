@@ -108,7 +108,7 @@ class Hit(BaseModel):
     )
     more_chunks: list[str] | None = Field(
         default=None,
-        description="group_by=document: ids of this document's other matching chunks, best first.",
+        description="group_by=document: ids of up to 2 more chunks of this document, best first.",
     )
     breakdown: ScoreBreakdown | None = Field(
         description="Per-branch ranks and scores (only with explain=true)."

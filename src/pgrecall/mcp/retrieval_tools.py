@@ -10,7 +10,6 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from pgrecall.domain.relevance import DEFAULT_CONTEXT_MIN_RELEVANCE
-from pgrecall.domain.validation import MAX_TOP_K
 from pgrecall.mcp import params as p
 from pgrecall.mcp.errors import run_blocking
 from pgrecall.mcp.observability import observe
@@ -126,9 +125,10 @@ def register_retrieval_tools(server: MCPServer, runtime: Runtime, current_owner:
             request = retrieval_request(
                 query,
                 selected_text=selected_text,
-                top_k=MAX_TOP_K if group_by else top_k,
+                top_k=top_k,
                 pinned_hashes=pinned_hashes,
                 diversify=diversify,
+                group_by_document=group_by is not None,
                 mode=mode,
                 min_similarity=min_score,
                 min_relevance=min_relevance,

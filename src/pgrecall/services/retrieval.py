@@ -36,6 +36,8 @@ from pgrecall.store.search import FusionEvidence
 
 # Candidates fetched for the fill; dedup and MMR need some to spare beyond top_k.
 POOL = MAX_TOP_K
+# Grouped by document: the chunks one document's slot carries (its best and the next ones).
+PER_DOCUMENT = 3
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class RetrievalRequest:
     pinned_hashes: Sequence[str] | None = None
     diversify: bool = False
     options: SearchOptions = field(default_factory=SearchOptions)
+    # top_k documents (a note counts as its own), each with up to PER_DOCUMENT chunks.
+    group_by_document: bool = False
 
 
 def retrieval_request(
@@ -57,6 +61,7 @@ def retrieval_request(
     top_k: int = 5,
     pinned_hashes: Sequence[str] | None = None,
     diversify: bool = False,
+    group_by_document: bool = False,
     mode: str = "hybrid",
     min_similarity: float | None = None,
     min_relevance: float | None = None,
@@ -70,6 +75,7 @@ def retrieval_request(
         top_k=top_k,
         pinned_hashes=pinned_hashes,
         diversify=diversify,
+        group_by_document=group_by_document,
         options=SearchOptions(
             mode=mode,
             filters=EntryFilters(**filters),
@@ -164,6 +170,8 @@ class RetrievalService:
             why = f" ({ignored}; it cannot stand in for the query)" if ignored else ""
             raise InvalidInputError("query", f"give a query or a non-empty selected_text{why}")
         options = self.search_service.check(request.options)
+        if request.group_by_document:
+            options = replace(options, per_document=PER_DOCUMENT)
 
         if selection is not None:
             # The selection is what the user points at: it alone is searched (the question, if
@@ -218,12 +226,18 @@ class RetrievalService:
             if model is not None:
                 stored = self.store.vectors(owner, [uuid.UUID(c.key) for c in fill], model)
                 vectors = {str(k): v for k, v in stored.items()}
-            fill = mmr(fill, vectors, room)
+            fill = mmr(fill, vectors, room * (PER_DOCUMENT if request.group_by_document else 1))
             mmr_ms = (time.perf_counter() - started) * 1000
-        for cand in fill[:room]:
+        slots: set[uuid.UUID] = set()
+        for cand in fill:
             hit = cand.item
             assert hit is not None
-            items.append(Ranked(entries[uuid.UUID(hit.id)], hit, hit.score, False))
+            entry = entries[uuid.UUID(hit.id)]
+            slot = (entry.document_id or entry.id) if request.group_by_document else entry.id
+            if slot not in slots and len(slots) == room:
+                continue
+            slots.add(slot)
+            items.append(Ranked(entry, hit, hit.score, False))
 
         live = first.status != "empty_store" or bool(pinned_entries)
         status: Status = "ok" if items else ("no_matches" if live else "empty_store")

@@ -60,6 +60,8 @@ class SearchOptions:
     recency_half_life_days: float | None = None
     # convex or rrf; None: the configured default (PGRECALL_FUSION).
     fusion: str | None = None
+    # Grouped by document: top_k documents, each with at most this many chunks (SearchParams).
+    per_document: int | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,7 @@ class SearchService:
             min_relevance=check_min_relevance(options.min_relevance),
             recency_half_life_days=check_half_life(options.recency_half_life_days),
             fusion=check_fusion(options.fusion if options.fusion is not None else self.settings.fusion),
+            per_document=options.per_document,
         )
 
     def search(
@@ -315,6 +318,7 @@ class SearchService:
             recency_half_life_days=opts.recency_half_life_days,
             tuning=self.tuning,
             fusion=opts.fusion or "rrf",
+            per_document=opts.per_document,
         )
         # The model's scale is for a question against passages: not for a passage's own vector
         # (the near-duplicate lookup), whose cosines to other passages run higher.

@@ -165,6 +165,9 @@ class SearchParams:
     # it, or without a query vector, the statement fuses by rrf (see fusion_used).
     fusion: str = "rrf"
     cos_scale: tuple[float, float] | None = None
+    # Grouped by document: top_k documents (a note counts as its own), each with at most this many
+    # of its best chunks; None: top_k hits.
+    per_document: int | None = None
 
     @cached_property
     def evidence(self) -> FusionEvidence:
@@ -285,6 +288,7 @@ def bind(params: SearchParams) -> dict[str, Any]:
         "cos_hi": hi,
         "first_place": min(w_vec, 1.0 - w_vec) if convex else 1.0 / (t.rrf_k + 1.0),
         "top_k": params.top_k,
+        "per_document": params.per_document,
         "body_chars": t.body_chars,
         **compile_filters(f)[1],
     }

@@ -401,8 +401,13 @@ recent AS (
            END AS recency_rrf
     FROM fused f
 ),
-top AS (
-    SELECT f.*, f.vec_part + f.lex_part + f.recency_rrf AS fused
+kept AS (
+    SELECT f.*, f.vec_part + f.lex_part + f.recency_rrf AS fused,
+           -- Grouped by document (per_document set): a chunk stands for its document, a note
+           -- for itself (one read per candidate, only then). Otherwise every hit is its own group.
+           CASE WHEN %(per_document)s::int IS NULL THEN f.id
+                ELSE coalesce((SELECT x.document_id FROM entries x
+                               WHERE x.owner = %(owner)s AND x.id = f.id), f.id) END AS grp
     FROM recent f
     -- min_sim holds for every hit, not only the vector branch's: a hit found by the
     -- lexical branch alone is kept only if its own cosine reaches it too (one vector
@@ -414,8 +419,17 @@ top AS (
              AND x.embedding_dim = {dim} AND x.embedding_model = %(model)s
              AND 1.0 - (x.embedding::vector({dim}) <=> %(qvec)s::vector({dim})) >= %(min_sim)s
        )
-    ORDER BY f.vec_part + f.lex_part + f.recency_rrf DESC, f.id
-    LIMIT %(top_k)s
+),
+top AS (
+    -- top_k groups, ranked by their best hit, each with at most per_document hits: a long
+    -- document whose chunks all match takes one slot, not the whole list.
+    SELECT g.*
+    FROM (SELECT k.*, row_number() OVER (PARTITION BY k.grp ORDER BY k.fused DESC, k.id) AS in_grp,
+                 max(k.fused) OVER (PARTITION BY k.grp) AS grp_best
+          FROM kept k) g
+    WHERE g.in_grp <= coalesce(%(per_document)s::int, 1)
+    ORDER BY g.grp_best DESC, g.grp, g.fused DESC, g.id
+    LIMIT %(top_k)s * coalesce(%(per_document)s::int, 1)
 )
 SELECT (SELECT coalesce(sum(n_docs), 0)::bigint FROM langs) AS live_entries,
        (SELECT count(*) FROM terms) AS query_terms,
