@@ -765,3 +765,20 @@ def test_the_code_ceiling_tables_are_the_json(marker: str, json_name: str) -> No
         if cap != "1.0":
             change = _signed(cells[3].split()[0])
             assert change == round(run["passage_vs_no_cap"]["mean_difference"], 4), label
+
+
+def test_the_cjk_words_fusion_table_is_the_json() -> None:
+    results = _json("cjk_words_fusion.json")["results"]
+    table = _table_after("languages.md", "**Words in hybrid search (study")
+    words = {"ja": "sudachi-A", "zh": "rjieba", "ko": "kiwi-content"}
+    for language, segmenter in words.items():
+        row = next(cells for name, cells in table.items() if name.startswith(f"debian-{language} "))
+        bigrams = results[language]["tokenizations"]["bigrams"]["nDCG@10"]
+        chosen = results[language]["tokenizations"][segmenter]
+        figures = chosen["nDCG@10"]
+        assert float(row[0]) == bigrams["hybrid"]
+        assert float(row[1]) == figures["hybrid"]
+        assert row[2].startswith(f"{chosen['hybrid_vs_bigrams']['mean_difference']:+.4f}")
+        assert float(row[3]) == figures["vector"]
+        assert float(row[4]) == figures["hybrid_minus_best_branch"]
+        assert float(row[5]) == figures["oracle_of_branches"]
