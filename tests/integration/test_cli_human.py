@@ -219,6 +219,34 @@ def test_search_takes_the_search_tool_options(
     assert "mode" in _one_line_failure(env, "search", "backup", "--mode", "fuzzy")
 
 
+def test_search_by_document_gives_n_documents(pg_server: EmbeddedServer, tmp_path: Path) -> None:
+    name = _create_db(pg_server, TEMPLATE)
+    try:
+        env = _base_env(tmp_path / "home")
+        env["PGRECALL_DATABASE_URL"] = pg_server.url(name)
+        sections = "\n\n".join(
+            f"## Boiler {i}\n\n" + f"Descale boiler {i} with citric acid every quarter. " * 25
+            for i in range(12)
+        )
+        manual = tmp_path / "manual.md"
+        manual.write_text(f"# Boiler manual\n\n{sections}\n", encoding="utf-8")
+        _ok(env, "ingest", str(manual))
+        for who in ("Ana", "Ben"):
+            _ok(env, "add", f"{who} checks the boiler pressure on Mondays.")
+        query = ("search", "boiler", "--mode", "lexical", "--top-k", "3", "--json")
+        flat = json.loads(_ok(env, *query))["hits"]
+        assert len(flat) == 3 and len({h["document_id"] for h in flat}) == 1
+        assert flat[0]["section_path"][0] == "Boiler manual"
+        grouped = json.loads(_ok(env, *query, "--by-document"))["hits"]
+        assert len(grouped) == 3
+        assert grouped[0]["document_id"] == flat[0]["document_id"]
+        assert len(grouped[0]["more_chunks"]) == 2
+        assert [h["document_id"] for h in grouped[1:]] == [None, None]
+        assert all(h["more_chunks"] == [] for h in grouped[1:])
+    finally:
+        _drop_db(pg_server, name)
+
+
 def test_update_by_a_part_with_expected_version(
     env: dict[str, str], stored: dict[str, dict[str, object]]
 ) -> None:

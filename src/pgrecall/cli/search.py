@@ -30,7 +30,7 @@ def _moment(option: str, value: str | None) -> datetime | None:
         fail(f"{option}: {value!r} is not an {_WHEN}", 2)
 
 
-def _hit_json(rank: int, ranked: Ranked, explain: bool) -> dict[str, Any]:
+def _hit_json(rank: int, ranked: Ranked, explain: bool, more: list[Ranked] | None) -> dict[str, Any]:
     from pgrecall.domain.text import snippet
 
     entry, hit = ranked.entry, ranked.hit
@@ -48,13 +48,24 @@ def _hit_json(rank: int, ranked: Ranked, explain: bool) -> dict[str, Any]:
         "updated_at": entry.updated_at,
         "score": ranked.score,
         "pinned": ranked.pinned,
+        "document_id": str(entry.document_id) if entry.document_id else None,
+        "section_path": entry.section_path,
     }
+    if more is not None:
+        out["more_chunks"] = [str(r.entry.id) for r in more]
     if explain:
         out["breakdown"] = asdict(hit.breakdown) if hit is not None else None
     return out
 
 
-def _result_json(result: Retrieved, explain: bool) -> dict[str, Any]:
+def _result_json(result: Retrieved, explain: bool, by_document: int | None) -> dict[str, Any]:
+    from pgrecall.services.retrieval import group_by_document
+
+    slots: list[tuple[Ranked, list[Ranked] | None]] = (
+        [(r, None) for r in result.items]
+        if by_document is None
+        else [(best, more) for best, more in group_by_document(result.items, by_document)]
+    )
     return {
         "status": result.status,
         "reason": result.scope_reason,
@@ -62,7 +73,7 @@ def _result_json(result: Retrieved, explain: bool) -> dict[str, Any]:
         "degraded_reason": result.degraded_reason,
         "used": result.used,
         "selection_ignored": result.selection_ignored,
-        "hits": [_hit_json(i, r, explain) for i, r in enumerate(result.items, start=1)],
+        "hits": [_hit_json(i, r, explain, more) for i, (r, more) in enumerate(slots, start=1)],
         "missing_pins": result.missing_pins,
         "fusion": result.fusion,
         "fusion_weights": result.fusion_weights,
@@ -143,6 +154,10 @@ def search(
         str | None, typer.Option(metavar="TEXT", help="Also find entries related to this text.")
     ] = None,
     diversify: Annotated[bool, typer.Option("--diversify", help="Re-rank for variety (MMR).")] = False,
+    by_document: Annotated[
+        bool,
+        typer.Option("--by-document", help="N documents, each its best chunk (more_chunks: up to 2 more)."),
+    ] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show each hit's score breakdown.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -159,6 +174,7 @@ def search(
         top_k=top_k,
         pinned_hashes=pin,
         diversify=diversify,
+        group_by_document=by_document,
         mode=mode,
         min_similarity=min_score,
         min_relevance=min_relevance,
@@ -183,7 +199,7 @@ def search(
             result = opened.retrieval.retrieve(opened.settings.owner, request)
         except PgrecallError as exc:
             fail(str(exc))
-    output.emit(_result_json(result, explain), as_json, _render)
+    output.emit(_result_json(result, explain, top_k if by_document else None), as_json, _render)
 
 
 def register(app: typer.Typer) -> None:
