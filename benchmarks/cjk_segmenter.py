@@ -295,8 +295,10 @@ def tokenized(
     return out
 
 
-def rank(c: Collection, cfg: runner.Bm25Settings, cjk: Tokenize) -> dict[str, list[str]]:
-    """bm25s top 100 per question, as `runner.bm25_by_language_run` retrieves them."""
+def bm25_top(
+    c: Collection, cfg: runner.Bm25Settings, cjk: Tokenize, depth: int
+) -> dict[str, list[tuple[int, float]]]:
+    """bm25s top `depth` per question: (document index, BM25 > 0), best first."""
     import bm25s  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
@@ -304,16 +306,21 @@ def rank(c: Collection, cfg: runner.Bm25Settings, cjk: Tokenize) -> dict[str, li
     retriever.index(tokenized(c.texts, c.languages, cfg, cjk), show_progress=False)
     qids = list(c.queries)
     query_tokens = tokenized([c.queries[q] for q in qids], [c.query_languages[q] for q in qids], cfg, cjk)
-    run: dict[str, list[str]] = {}
+    top: dict[str, list[tuple[int, float]]] = {}
     for qid, tokens in zip(qids, query_tokens, strict=True):
         if not tokens:
-            run[qid] = []
+            top[qid] = []
             continue
         docs, scores = retriever.retrieve(
-            [tokens], k=min(runner.DEPTH, len(c.ids)), show_progress=False, n_threads=1
+            [tokens], k=min(depth, len(c.ids)), show_progress=False, n_threads=1
         )
-        run[qid] = [c.ids[int(d)] for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
-    return run
+        top[qid] = [(int(d), float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+    return top
+
+
+def rank(c: Collection, cfg: runner.Bm25Settings, cjk: Tokenize) -> dict[str, list[str]]:
+    """bm25s top 100 per question, as `runner.bm25_by_language_run` retrieves them."""
+    return {q: [c.ids[d] for d, _ in found] for q, found in bm25_top(c, cfg, cjk, runner.DEPTH).items()}
 
 
 def paired(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]]) -> dict[str, Any]:

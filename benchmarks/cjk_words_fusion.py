@@ -27,7 +27,6 @@ question (cjk_segmenter.paired). Needs the `cjk-study` extra, as cjk_segmenter.p
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,11 +37,11 @@ from cjk_segmenter import (
     COLLECTIONS,
     SEGMENTERS,
     Collection,
+    bm25_top,
     build,
     paired,
     read,
     require_extra,
-    tokenized,
     variant,
 )
 
@@ -77,22 +76,8 @@ def cosines(c: Collection, settings: Settings) -> tuple[np.ndarray[Any, Any], st
 
 def lexical_lists(c: Collection, cjk: Any) -> list[dict[int, float]]:
     """Each question's bm25s top DEPTH: document index → BM25."""
-    import bm25s  # type: ignore[import-untyped,import-not-found,unused-ignore]
-
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
-    cfg = runner.bm25_settings({"english": 1})
-    retriever = bm25s.BM25(method=cfg.method, k1=cfg.k1, b=cfg.b)
-    retriever.index(tokenized(c.texts, c.languages, cfg, cjk), show_progress=False)
-    qids = list(c.queries)
-    tokens = tokenized([c.queries[q] for q in qids], [c.query_languages[q] for q in qids], cfg, cjk)
-    out: list[dict[int, float]] = []
-    for toks in tokens:
-        if not toks:
-            out.append({})
-            continue
-        docs, scores = retriever.retrieve([toks], k=DEPTH, show_progress=False, n_threads=1)
-        out.append({int(d): float(s) for d, s in zip(docs[0], scores[0], strict=True) if s > 0})
-    return out
+    top = bm25_top(c, runner.bm25_settings({"english": 1}), cjk, DEPTH)
+    return [dict(top[q]) for q in c.queries]
 
 
 def fuse(
