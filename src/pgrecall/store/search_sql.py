@@ -401,14 +401,19 @@ recent AS (
            END AS recency_rrf
     FROM fused f
 ),
+grouping AS MATERIALIZED (
+    -- Grouped by document (per_document set): each candidate's document, one index read per
+    -- candidate, only then.
+    SELECT x.id, x.document_id
+    FROM entries x
+    WHERE %(per_document)s::int IS NOT NULL AND x.owner = %(owner)s
+      AND x.id IN (SELECT id FROM vec UNION SELECT id FROM lex)
+),
 kept AS (
-    SELECT f.*, f.vec_part + f.lex_part + f.recency_rrf AS fused,
-           -- Grouped by document (per_document set): a chunk stands for its document, a note
-           -- for itself (one read per candidate, only then). Otherwise every hit is its own group.
-           CASE WHEN %(per_document)s::int IS NULL THEN f.id
-                ELSE coalesce((SELECT x.document_id FROM entries x
-                               WHERE x.owner = %(owner)s AND x.id = f.id), f.id) END AS grp
+    -- A chunk stands for its document, a note for itself; ungrouped, every hit is its own group.
+    SELECT f.*, f.vec_part + f.lex_part + f.recency_rrf AS fused, coalesce(g.document_id, f.id) AS grp
     FROM recent f
+    LEFT JOIN grouping g ON g.id = f.id
     -- min_sim holds for every hit, not only the vector branch's: a hit found by the
     -- lexical branch alone is kept only if its own cosine reaches it too (one vector
     -- read per such row, and only when a floor is set and the query was embedded).
