@@ -564,6 +564,10 @@ def test_the_bm25s_tokenization_study_is_the_json() -> None:
         ("| nDCG@10 (python-doc, whole collection) |", "documents-eval-python-doc-full.json"),
         ("| nDCG@10 (python-doc, with 0019 and the ceiling) |", "documents-eval-python-doc-0019.json"),
         (
+            "| nDCG@10 (postgresql-doc, with 0019 and the ceiling) |",
+            "documents-eval-postgresql-doc-0019.json",
+        ),
+        (
             "| nDCG@10 (debian-manuals, translated questions) |",
             "documents-eval-debian-manuals-translated.json",
         ),
