@@ -154,6 +154,16 @@ async def test_a_person_signs_in_searches_edits_deletes_and_restores(
             _go(driver, place.find_element(By.CSS_SELECTOR, "a.hit-document"))
             sections = [h.text for h in driver.find_elements(By.CSS_SELECTOR, "#outline .section-path")]
             assert sections == ["Lake house", "Lake house › Winter › Skating"]
+            # One hit per document: the box stays ticked, no document is listed twice.
+            driver.get(f"{base}/ui/search?q=jetty+ice+thickness+centimetres")
+            driver.find_element(By.ID, "by-document").click()
+            _go(driver, driver.find_element(By.ID, "search"))
+            links = [
+                a.get_attribute("href")
+                for a in driver.find_elements(By.CSS_SELECTOR, "li.hit a.hit-document")
+            ]
+            assert links and len(links) == len(set(links))
+            assert driver.find_element(By.ID, "by-document").is_selected()
 
             # Signing out: the page is refused again.
             _go(driver, driver.find_element(By.ID, "signout"))

@@ -457,6 +457,15 @@ async def test_documents_list_outline_search_path_delete_restore_and_owners(
             linked = f'class="hit-document" href="/ui/documents/{doc_id}">Deploy handbook</a>'
             place = f"{linked} › Releases › Rollback"
             assert place in found
+            # One hit per document: the handbook once, its other matching passages counted.
+            hit_link = f'class="hit-document" href="/ui/documents/{doc_id}"'
+            flat = ui.get("/ui/search", params={"q": "release deploy"}).text
+            assert flat.count(hit_link) >= 2
+            grouped = ui.get("/ui/search", params={"q": "release deploy", "by_document": "1"}).text
+            assert grouped.count(hit_link) == 1 and 'class="meta more-chunks">and ' in grouped
+            assert 'id="by-document" checked' in grouped
+            bad = ui.get("/ui/search", params={"q": "release", "by_document": "yes"})
+            assert bad.status_code == 400 and "by_document:" in bad.text
 
             # Delete and restore: the CSRF token of the session, as on the entry pages.
             csrf = hidden_fields(page.text)["csrf"]

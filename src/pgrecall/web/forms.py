@@ -120,14 +120,19 @@ class SearchQuery:
     mode: str
     filters: EntryFilters
     echo: dict[str, str]
+    by_document: bool = False  # one hit per document, as search(group_by="document")
 
 
 def search_query(params: Mapping[str, Any]) -> SearchQuery:
-    """The search form from a query string (q, mode, kind, source, tags, language)."""
+    """The search form from a query string (q, mode, kind, source, tags, language, by_document)."""
     mode = _text(params, "mode") or "hybrid"
     if mode not in MODES:
         raise InvalidInputError("mode", f"{mode!r} is not one of {', '.join(MODES)}")
-    echo = {k: v for k in ("q", "kind", "source", "tags", "language") if (v := _text(params, k))}
+    by_document = _text(params, "by_document")
+    if by_document not in (None, "1"):
+        raise InvalidInputError("by_document", f"{by_document!r} is not 1 (the checkbox's value)")
+    echoed = ("q", "kind", "source", "tags", "language", "by_document")
+    echo = {k: v for k in echoed if (v := _text(params, k))}
     echo["mode"] = mode
     filters = EntryFilters(
         kind=_text(params, "kind"),
@@ -135,7 +140,7 @@ def search_query(params: Mapping[str, Any]) -> SearchQuery:
         tags_all=_tags(params, "tags"),
         language=_text(params, "language"),
     )
-    return SearchQuery(_text(params, "q"), mode, filters, echo)
+    return SearchQuery(_text(params, "q"), mode, filters, echo, by_document is not None)
 
 
 @dataclass(frozen=True)

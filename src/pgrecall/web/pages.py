@@ -14,7 +14,7 @@ from pgrecall.domain.entries import Entry
 from pgrecall.domain.language import SEGMENTED, SIMPLE
 from pgrecall.domain.text import snippet
 from pgrecall.services.highlight import Piece
-from pgrecall.services.retrieval import Ranked, RetrievalRequest
+from pgrecall.services.retrieval import Ranked, RetrievalRequest, group_by_document
 from pgrecall.services.search import DocumentPlace, ScoreBreakdown, SearchOptions
 from pgrecall.web.forms import (
     LIST_PAGE_SIZE,
@@ -45,6 +45,7 @@ class ShownHit:
     recency_px: int
     place: DocumentPlace | None  # the document chunk's place, for a hit that is one
     trail: str  # the sections after the document's title, each after a separator
+    more_chunks: int = 0  # one hit per document: its other passages among the results
 
 
 def section_trail(document_title: str | None, section_path: list[str]) -> str:
@@ -54,7 +55,7 @@ def section_trail(document_title: str | None, section_path: list[str]) -> str:
     return "".join(SECTION_SEPARATOR + part for part in sections)
 
 
-def _shown_hits(items: list[Ranked], highlighted: list[list[Piece]]) -> list[ShownHit]:
+def _shown_hits(items: list[Ranked], highlighted: list[list[Piece]], more: list[int]) -> list[ShownHit]:
     bars = [r.hit.breakdown for r in items if r.hit is not None]
     sums = [max(b.vector_share, 0.0) + max(b.lexical_share, 0.0) + b.recency for b in bars]
     widest = max(sums, default=0.0) or 1.0
@@ -64,7 +65,7 @@ def _shown_hits(items: list[Ranked], highlighted: list[list[Piece]]) -> list[Sho
         return max(0, round(CHART_WIDTH * value / widest))
 
     shown = []
-    for rank, (ranked, pieces) in enumerate(zip(items, highlighted, strict=True), start=1):
+    for rank, (ranked, pieces, more_chunks) in enumerate(zip(items, highlighted, more, strict=True), start=1):
         b = ranked.hit.breakdown if ranked.hit is not None else None
         place = ranked.hit.document if ranked.hit is not None else None
         shown.append(
@@ -78,6 +79,7 @@ def _shown_hits(items: list[Ranked], highlighted: list[list[Piece]]) -> list[Sho
                 recency_px=px(b.recency) if b else 0,
                 place=place,
                 trail=section_trail(place.title, place.section_path) if place else "",
+                more_chunks=more_chunks,
             )
         )
     return shown
@@ -154,8 +156,13 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
             query=asked.query,
             top_k=SEARCH_TOP_K,
             options=SearchOptions(mode=asked.mode, filters=asked.filters),
+            group_by_document=asked.by_document,
         )
         result = await ui.call(ui.app.retrieval.retrieve, session.owner, retrieval)
+        items, more = list(result.items), [0] * len(result.items)
+        if asked.by_document:
+            grouped = group_by_document(result.items, SEARCH_TOP_K)
+            items, more = [best for best, _ in grouped], [len(others) for _, others in grouped]
         degraded_reason = result.degraded_reason
         fusion = result.fusion
         fusion_weights = result.fusion_weights
@@ -168,10 +175,10 @@ async def search_page(ui: Ui, request: Request, session: Session) -> Response:
                 (r.hit.breakdown.regconfig if r.hit is not None else None) or r.entry.language,
                 r.hit.breakdown.matched_terms if r.hit is not None else [],
             )
-            for r in result.items
+            for r in items
         ]
         highlighted = await ui.call(ui.app.highlighter.pieces, rows)
-        hits = _shown_hits(result.items, highlighted)
+        hits = _shown_hits(items, highlighted, more)
     return ui.render(
         "search.html",
         request,
