@@ -17,6 +17,7 @@ import argparse
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,17 +51,36 @@ TEMPLATES = {
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a manual: its id stem and its file in each language."""
+    """One page of a manual: its file in each language."""
 
-    manual: str  # "debian-handbook" or "debian-reference"
+    manual: str  # "debian-handbook", "debian-reference" …: the first part of its documents' ids
     files: dict[str, Path]  # language → file
+    in_folder: bool = False  # the language is the file's folder (the handbook's en-US/…)
+    by_language: bool = False  # every language's file has the same name: the id names the language
 
     def doc_id(self, language: str) -> str:
         """documents/-relative path of the page in that language."""
         file = self.files[language]
-        if self.manual == "debian-handbook":
+        if self.in_folder:
             return f"{self.manual}/{file.parent.name}/{file.name}"
+        if self.by_language:
+            return f"{self.manual}/{language}/{file.name}"
         return f"{self.manual}/{file.name}"
+
+
+@dataclass(frozen=True)
+class ManualSet:
+    """What one collection of multilingual manuals is built from."""
+
+    pages: Callable[[Path], list[Page]]  # the extracted packages' root → the pages, in order
+    languages: tuple[str, ...]  # English first
+    packages: tuple[str, ...]  # whose copyright files travel with the collection
+    salt: str
+    templates: dict[str, str]  # heading question per language
+
+
+def manuals_pages(root: Path) -> list[Page]:
+    return [*reference_pages(root), *handbook_pages(root)]
 
 
 def reference_package(language: str) -> str:
@@ -78,7 +98,7 @@ def handbook_pages(root: Path) -> list[Page]:
         if top is None or "section" not in (top.get("class") or []):
             continue
         files = {lang: html / folder / en.name for lang, folder in HANDBOOK_FOLDERS.items()}
-        pages.append(Page("debian-handbook", files))
+        pages.append(Page("debian-handbook", files, in_folder=True))
     return pages
 
 
@@ -107,13 +127,13 @@ def translated_share(english: list[str], other: list[str]) -> float:
     return sum(e != o for e, o in pairs) / len(pairs)
 
 
-def build(root: Path, out: Path) -> dict[str, int]:
+def build(root: Path, out: Path, manuals: ManualSet) -> dict[str, int]:
     documents: list[dict[str, Any]] = []
     sources: dict[str, bytes] = {}
     texts: dict[str, str] = {}
     candidates: list[dict[str, Any]] = []
-    placed = dict.fromkeys(LANGUAGES, 0)
-    for page in [*reference_pages(root), *handbook_pages(root)]:
+    placed = dict.fromkeys(manuals.languages, 0)
+    for page in manuals.pages(root):
         en_data = page.files["en"].read_bytes()
         en_soup = b.parse(en_data)
         en_sections = {s.anchor: s for s in b.sections(en_soup)}
@@ -121,7 +141,7 @@ def build(root: Path, out: Path) -> dict[str, int]:
         eligible = ["en"]
         soups = {"en": en_soup}
         datas = {"en": en_data}
-        for lang in LANGUAGES[1:]:
+        for lang in (f for f in manuals.languages[1:] if f in page.files):
             data = page.files[lang].read_bytes()
             soup = b.parse(data)
             if translated_share(en_paras, paragraphs(soup)) >= MIN_TRANSLATED:
@@ -129,7 +149,9 @@ def build(root: Path, out: Path) -> dict[str, int]:
                 soups[lang], datas[lang] = soup, data
         # The language with the fewest pages so far, so that the rarely complete translations
         # (Japanese, French) still get pages; ties broken by a hash.
-        language = min(eligible, key=lambda f: (placed[f], b.stable_order(SALT, f"{page.files[f].name}:{f}")))
+        language = min(
+            eligible, key=lambda f: (placed[f], b.stable_order(manuals.salt, f"{page.files[f].name}:{f}"))
+        )
         placed[language] += 1
         doc_id = page.doc_id(language)
         soup = soups[language]
@@ -174,12 +196,12 @@ def build(root: Path, out: Path) -> dict[str, int]:
         seen[b.normalize(c["heading"])] = seen.get(b.normalize(c["heading"]), 0) + 1
     candidates = [c for c in candidates if seen[b.normalize(c["heading"])] == 1]
     candidates = b.unique_answers(candidates, texts)
-    candidates.sort(key=lambda c: b.stable_order(SALT, c["query_id"]))
+    candidates.sort(key=lambda c: b.stable_order(manuals.salt, c["query_id"]))
     chosen = sorted(candidates[:MAX_QUERIES], key=lambda c: c["query_id"])
     queries = [
         {
             "_id": c["query_id"],
-            "text": TEMPLATES[c["language"]].format(h=c["topic"]),
+            "text": manuals.templates[c["language"]].format(h=c["topic"]),
             "language": c["language"],
         }
         for c in chosen
@@ -188,7 +210,7 @@ def build(root: Path, out: Path) -> dict[str, int]:
     documents.sort(key=lambda d: d["_id"])
     # The package's licence travels with the text taken from it.
     out.mkdir(parents=True, exist_ok=True)
-    for package in (HANDBOOK[0], *(reference_package(lang) for lang in LANGUAGES)):
+    for package in manuals.packages:
         copyright_file = root / package / "usr/share/doc" / package / "copyright"
         (out / f"COPYRIGHT.{package}").write_bytes(copyright_file.read_bytes())
     b.write_collection(out, documents, sources, queries, passages)
@@ -204,7 +226,7 @@ def shared_words(text: str, original: str) -> float:
     return sum(w in seen for w in words) / len(words) if words else 1.0
 
 
-def translated(root: Path, out: Path) -> dict[str, int]:
+def translated(root: Path, out: Path, manuals: ManualSet) -> dict[str, int]:
     """Questions that are a judged section's answer in another edition of its page.
 
     For each section that qrels/passages.jsonl judges (page in language X), the same section (same
@@ -220,8 +242,8 @@ def translated(root: Path, out: Path) -> dict[str, int]:
     queries = [json.loads(line) for line in (out / queries_file).open(encoding="utf-8")]
     languages = {q["_id"]: q["language"] for q in queries}
     judged = [json.loads(line) for line in (out / passages_file).open(encoding="utf-8")]
-    pages = [*reference_pages(root), *handbook_pages(root)]
-    editions = {page.doc_id(lang): page for page in pages for lang in LANGUAGES}
+    pages = manuals.pages(root)
+    editions = {page.doc_id(lang): page for page in pages for lang in page.files}
     texts = {
         line["_id"]: b.page_text(b.parse((out / "documents" / line["_id"]).read_bytes()))
         for line in map(json.loads, (out / "documents.jsonl").open(encoding="utf-8"))
@@ -229,7 +251,7 @@ def translated(root: Path, out: Path) -> dict[str, int]:
     sections: dict[tuple[str, str], dict[str, b.Section]] = {}
     skipped = dict.fromkeys(("no anchor", "untranslated", "short", "in a page"), 0)
     chosen = []
-    for passage in sorted(judged, key=lambda p: b.stable_order(SALT, p["query_id"])):
+    for passage in sorted(judged, key=lambda p: b.stable_order(manuals.salt, p["query_id"])):
         page, source = editions[passage["doc_id"]], languages[passage["query_id"]]
         target = TRANSLATED_FROM_ENGLISH if source == "en" else "en"
         for lang in (source, target):
@@ -260,6 +282,15 @@ def translated(root: Path, out: Path) -> dict[str, int]:
     return counts | {f"skipped: {k}": n for k, n in skipped.items()} | pairs
 
 
+MANUALS = ManualSet(
+    pages=manuals_pages,
+    languages=LANGUAGES,
+    packages=(HANDBOOK[0], *(reference_package(lang) for lang in LANGUAGES)),
+    salt=SALT,
+    templates=TEMPLATES,
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -276,7 +307,11 @@ def main() -> None:
     args = parser.parse_args()
     packages = [HANDBOOK, *((reference_package(lang), REFERENCE_VERSION) for lang in LANGUAGES)]
     root = b.extracted(packages, args.extracted)
-    print(build(root, args.out) if args.questions == "headings" else translated(root, args.out))
+    print(
+        build(root, args.out, MANUALS)
+        if args.questions == "headings"
+        else translated(root, args.out, MANUALS)
+    )
 
 
 if __name__ == "__main__":

@@ -65,8 +65,8 @@ def normalize(text: str) -> str:
 
 
 def clean_heading(text: str) -> str:
-    """A heading as a reader sees it, without its section number."""
-    return NUMBER.sub("", " ".join(text.split()))
+    """A heading as a reader sees it, without its section number nor Sphinx's permalink sign."""
+    return NUMBER.sub("", " ".join(text.replace("¶", "").split()))
 
 
 def text_of(el: Tag) -> str:

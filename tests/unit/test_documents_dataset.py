@@ -18,6 +18,7 @@ from pgrecall.evaluation.documents_dataset import (
 COLLECTIONS = Path(__file__).resolve().parents[2] / "benchmarks" / "collections"
 EXPECTED = {
     # name: (documents, queries, query languages)
+    "debian-devguides": (19, 232, {"en", "de", "fr", "es", "it", "ja"}),
     "debian-manuals": (118, 500, {"en", "de", "fr", "es", "ja"}),
     "postgresql-doc": (400, 400, {"en"}),
     "python-doc": (150, 300, {"en"}),
