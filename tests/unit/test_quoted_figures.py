@@ -568,6 +568,11 @@ def test_the_bm25s_tokenization_study_is_the_json() -> None:
             "documents-eval-postgresql-doc-0019.json",
         ),
         (
+            "| nDCG@10 (debian-devguides, translated questions) |",
+            "documents-eval-debian-devguides-translated.json",
+        ),
+        ("| nDCG@10 (debian-devguides, heading questions) |", "documents-eval-debian-devguides.json"),
+        (
             "| nDCG@10 (debian-manuals, translated questions) |",
             "documents-eval-debian-manuals-translated.json",
         ),
