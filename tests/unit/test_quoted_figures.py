@@ -791,3 +791,33 @@ def test_the_cjk_words_fusion_table_is_the_json() -> None:
         assert float(row[3]) == figures["vector"]
         assert float(row[4]) == figures["hybrid_minus_best_branch"]
         assert float(row[5]) == figures["oracle_of_branches"]
+
+
+def test_the_issue_36_summary_is_the_json() -> None:
+    sources = {
+        "debian-manuals, headings (b9e6aa2)": "documents-eval-debian-manuals-full.json",
+        "debian-manuals, translated answers": "documents-eval-debian-manuals-translated.json",
+        "postgresql-doc, index questions (0019)": "documents-eval-postgresql-doc-0019.json",
+        "python-doc, index questions (0019)": "documents-eval-python-doc-0019.json",
+        "debian-devguides, headings (held out)": "documents-eval-debian-devguides.json",
+        "debian-devguides, translated answers (held out)": "documents-eval-debian-devguides-translated.json",
+    }
+    quoted = _table_after("benchmarks-documents.md", "**Where the two targets stand")
+    table = {row: [c.replace("−", "-") for c in cells] for row, cells in quoted.items() if row in sources}
+    assert set(table) == set(sources)
+    for row, json_name in sources.items():
+        results = _json(json_name)["results"]
+        ndcg = {
+            (layout, system, level): float(results[layout][system][level]["nDCG@10"])
+            for layout in ("chunked", "whole")
+            for system in ("hybrid", "vector", "lexical")
+            for level in ("document", "passage")
+            if level in results[layout][system]
+        }
+        gain = ndcg["chunked", "hybrid", "document"] - ndcg["whole", "hybrid", "document"]
+        margins = [
+            ndcg["chunked", "hybrid", level]
+            - max(ndcg["chunked", "vector", level], ndcg["chunked", "lexical", level])
+            for level in ("document", "passage")
+        ]
+        assert table[row] == [f"{gain:+.4f}", " / ".join(f"{m:+.4f}" for m in margins)], row
