@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from pgrecall.app import App
 from pgrecall.config import Settings
 from pgrecall.db import migrate as schema
 from pgrecall.db.embedded import EmbeddedServer
@@ -97,6 +98,16 @@ def settings(db_url: str, pg_home: Path) -> Settings:
     # Models in-process: each test gets exactly the embedder its settings name (the shared worker's
     # own tests, and the server subprocesses started with PGRECALL_MODELS=worker, cover worker mode).
     return Settings(database_url=db_url, home=pg_home / "unused-home", models="in-process")
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[App]:
+    """The App on the fresh database without an embedder: vectors stay pending, search goes by words.
+
+    A module that needs another App (an embedder, other limits) defines its own `app`.
+    """
+    with App(settings, embedder=None) as opened:
+        yield opened
 
 
 @pytest.fixture

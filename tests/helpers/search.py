@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pgrecall.app import App
 from pgrecall.domain.entries import EntryFilters
 from pgrecall.services.search import SearchOptions, SearchResult, SearchService
 
@@ -57,3 +58,9 @@ class KeywordSearch:
         )
         options = SearchOptions(mode=mode, filters=filters, min_similarity=min_similarity, fusion=fusion)
         return self.service.search(owner, query, top_k=top_k, options=options)
+
+
+def lexical_hits(app: App, query: str, owner: str = "default") -> list[str]:
+    """The ids of the first five hits of a lexical search, best first."""
+    result = app.search.search(owner, query, top_k=5, options=SearchOptions(mode="lexical"))
+    return [str(hit.id) for hit in result.hits]

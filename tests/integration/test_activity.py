@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from pgrecall.app import App
-from pgrecall.config import Settings
 from pgrecall.services.activity import MAX_TAGS
 
 OWNER = "default"
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[App]:
-    with App(settings, embedder=None) as opened:
-        yield opened
 
 
 def _age(app: App, entry_id: object) -> None:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import psycopg
-import pytest
 
 from pgrecall.app import App
-from pgrecall.config import Settings
 from pgrecall.db import migrate as schema
 from pgrecall.domain.language import CJK_RUN
 from pgrecall.evaluation.runner import cjk_bigram_tokens
 from pgrecall.services.search import SearchOptions
+from tests.helpers.search import lexical_hits
 from tests.integration.test_search_stats import df_of, mismatches
 
 LEXICAL = SearchOptions(mode="lexical")
@@ -23,36 +20,25 @@ ENGLISH_TSV = "SELECT tsv::text FROM entries WHERE language = 'english'::regconf
 ENGLISH = "The team reviews every merge request before it reaches the main branch."
 
 
-def _hits(app: App, query: str) -> list[str]:
-    result = app.search.search("default", query, top_k=5, options=LEXICAL)
-    return [str(hit.id) for hit in result.hits]
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[App]:
-    with App(settings, embedder=None) as app:
-        yield app
-
-
 def test_words_inside_unspaced_sentences_match(app: App) -> None:
     ids = {
         name: str(app.entries.add("default", text=text).entry.id)
         for name, text in (("ja", JAPANESE), ("zh", CHINESE), ("ko", KOREAN), ("en", ENGLISH))
     }
     # A word inside a sentence, as a query of its own and inside a question in the same language.
-    assert _hits(app, "検索") == [ids["ja"]]
-    assert _hits(app, "知識をまとめる方法") == [ids["ja"]]
-    assert _hits(app, "代码") == [ids["zh"]]
-    assert _hits(app, "团队") == [ids["zh"]]
-    assert _hits(app, "复原") == []  # characters the text does not hold in that order
+    assert lexical_hits(app, "検索") == [ids["ja"]]
+    assert lexical_hits(app, "知識をまとめる方法") == [ids["ja"]]
+    assert lexical_hits(app, "代码") == [ids["zh"]]
+    assert lexical_hits(app, "团队") == [ids["zh"]]
+    assert lexical_hits(app, "复原") == []  # characters the text does not hold in that order
     # Korean: the noun is found with its object particle attached (데이터베이스를), and vice versa.
-    assert _hits(app, "데이터베이스") == [ids["ko"]]
-    assert _hits(app, "백업은") == [ids["ko"]]
+    assert lexical_hits(app, "데이터베이스") == [ids["ko"]]
+    assert lexical_hits(app, "백업은") == [ids["ko"]]
     # A Latin word glued to Japanese matches both ways.
-    assert _hits(app, "PostgreSQL") == [ids["ja"]]
-    assert _hits(app, "postgresqlで") == [ids["ja"]]
+    assert lexical_hits(app, "PostgreSQL") == [ids["ja"]]
+    assert lexical_hits(app, "postgresqlで") == [ids["ja"]]
     # English stays as it was: stemmed, and not matched by CJK queries.
-    assert _hits(app, "reviewing merge requests") == [ids["en"]]
+    assert lexical_hits(app, "reviewing merge requests") == [ids["en"]]
 
 
 def test_cjk_entries_have_no_unsupported_note(app: App) -> None:
@@ -78,9 +64,9 @@ def test_statistics_stay_exact_after_cjk_update_and_delete(app: App, db_url: str
     app.entries.delete("default", b.id)
     assert df_of(db_url, "团队") == 0 and df_of(db_url, "小组") == 1
     assert mismatches(db_url) == (0, 0)
-    assert _hits(app, "团队") == []
+    assert lexical_hits(app, "团队") == []
     app.entries.restore("default", b.id)
-    assert _hits(app, "团队") == [str(b.id)] and mismatches(db_url) == (0, 0)
+    assert lexical_hits(app, "团队") == [str(b.id)] and mismatches(db_url) == (0, 0)
 
 
 def test_migration_bigrams_existing_entries_and_back(empty_db_url: str) -> None:

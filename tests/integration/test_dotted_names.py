@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
-import pytest
 
 from pgrecall.app import App
-from pgrecall.config import Settings
 from pgrecall.db import migrate as schema
 from pgrecall.domain.text import DOTTED_NAME
 from pgrecall.services.search import SearchOptions
+from tests.helpers.search import lexical_hits
 from tests.integration.test_cli_error_lines import _cli, _one_line_failure
 from tests.integration.test_search_stats import df_of, mismatches
 
@@ -25,29 +23,18 @@ RELEASE = "Version 3.11 of the interpreter, e.g. for the U.S. mirror, is package
 LEXEMES = "SELECT array_agg(t.lexeme ORDER BY t.lexeme) FROM unnest(to_tsvector('english', %s)) AS t"
 
 
-def _hits(app: App, query: str) -> list[str]:
-    result = app.search.search("default", query, top_k=5, options=LEXICAL)
-    return [str(hit.id) for hit in result.hits]
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[App]:
-    with App(settings, embedder=None) as app:
-        yield app
-
-
 def test_a_qualified_name_finds_the_page_that_names_it_shorter(app: App) -> None:
     ids = {
         name: str(app.entries.add("default", text=text).entry.id)
         for name, text in (("smtp", SMTP), ("catalog", CATALOG), ("config", CONFIG))
     }
     # The question qualifies the class by its module; the page does not (and the other way round).
-    assert _hits(app, "smtplib.SMTP") == [ids["smtp"]]
-    assert _hits(app, "pg_catalog") == [ids["catalog"]]
-    assert _hits(app, "which conf file") == [ids["config"]]
+    assert lexical_hits(app, "smtplib.SMTP") == [ids["smtp"]]
+    assert lexical_hits(app, "pg_catalog") == [ids["catalog"]]
+    assert lexical_hits(app, "which conf file") == [ids["config"]]
     # The whole name stays a term of its own: the entry that writes it whole ranks first.
     parts_only = str(app.entries.add("default", text="PostgreSQL reads every conf file at start.").entry.id)
-    assert _hits(app, "postgresql.conf") == [ids["config"], parts_only]
+    assert lexical_hits(app, "postgresql.conf") == [ids["config"], parts_only]
 
 
 def test_numbers_and_abbreviations_keep_their_dots(db_url: str) -> None:

@@ -3,7 +3,6 @@ kept unless --include-explicit, the CLI."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +18,6 @@ from pgrecall.store.redetect import LanguageChange, RedetectStore
 ENGLISH = "Her retirement plan needs a careful review before the end of next spring."
 GERMAN = "Die Häuser am See sind im Winter kalt und still, niemand geht am Ufer spazieren."
 ENGLISH_TAGGED_FRENCH = "The weather report says it will rain all weekend in the mountains."
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[App]:
-    with App(settings, embedder=None) as opened:
-        yield opened
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,6 @@ from tests.helpers.subprocess_server import server_env
 OWNER = "default"
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "memory.json"
 MEMORY_HINT = "this looks like the reference memory server's memory.json: use --format memory-json"
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[App]:
-    with App(settings, embedder=None) as opened:
-        yield opened
 
 
 def _validator(app: App) -> RecordValidator:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
 from pgrecall.app import App
@@ -20,12 +18,6 @@ from pgrecall.services.transfer.memory_json import entity_id, entity_kind, impor
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "memory.json"
 OWNER = "memory-owner"
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[App]:
-    with App(settings, embedder=None) as opened:
-        yield opened
 
 
 def _import(app: App, path: Path, **options: Any) -> ImportReport:
