@@ -58,13 +58,14 @@ def _hit_json(rank: int, ranked: Ranked, explain: bool, more: list[Ranked] | Non
     return out
 
 
-def _result_json(result: Retrieved, explain: bool, by_document: int | None) -> dict[str, Any]:
+def _result_json(result: Retrieved, explain: bool, documents: int | None) -> dict[str, Any]:
+    """The result as JSON; `documents`: grouped into at most this many documents (--by-document)."""
     from pgrecall.services.retrieval import group_by_document
 
     slots: list[tuple[Ranked, list[Ranked] | None]] = (
         [(r, None) for r in result.items]
-        if by_document is None
-        else [(best, more) for best, more in group_by_document(result.items, by_document)]
+        if documents is None
+        else [(best, more) for best, more in group_by_document(result.items, documents)]
     )
     return {
         "status": result.status,

@@ -268,13 +268,13 @@ def undistribute(url: str, report: Report) -> None:
                 left = _distributed(conn)
                 report(", ".join(sorted(done - left)) + ": local tables again")
                 done = left
-        had_tags_opclass = bool((conn.execute(q.SQL_TAGS_OPCLASS_EXISTS).fetchone() or {}).get("present"))
-        missing = [
-            index
-            for index, _ in q.TAG_INDEXES
-            if had_tags_opclass
-            and not (conn.execute(q.SQL_INDEX_EXISTS, (index,)).fetchone() or {}).get("present")
-        ]
+        missing: list[str] = []
+        if (conn.execute(q.SQL_TAGS_OPCLASS_EXISTS).fetchone() or {}).get("present"):
+            missing = [
+                index
+                for index, _ in q.TAG_INDEXES
+                if not (conn.execute(q.SQL_INDEX_EXISTS, (index,)).fetchone() or {}).get("present")
+            ]
         if missing:  # also after a run that stopped between the drop and here
             _tag_indexes(conn, missing)
             report("tag indexes made again: " + ", ".join(missing))
