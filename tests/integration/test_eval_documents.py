@@ -57,12 +57,16 @@ QUERIES = [
 ]
 
 
-def _collection(root: Path) -> Path:
+Documents = list[tuple[str, str, list[tuple[str, str]]]]
+Queries = list[tuple[str, str, str, str, int]]
+
+
+def _collection(root: Path, documents: Documents = DOCUMENTS, queries: Queries = QUERIES) -> Path:
     docs = root / "documents"
     docs.mkdir(parents=True)
     (root / "qrels").mkdir()
     records, sentences = [], {}
-    for name, title, sections in DOCUMENTS:
+    for name, title, sections in documents:
         parts = [f"# {title}\n"]
         for heading, sentence in sections:
             parts.append(f"## {heading}\n\n{FILLER}\n\n{sentence} {FILLER}\n")
@@ -82,10 +86,10 @@ def _collection(root: Path) -> Path:
     lines = lambda items: "".join(json.dumps(i) + "\n" for i in items)  # noqa: E731
     (root / "documents.jsonl").write_text(lines(records))
     (root / "queries.jsonl").write_text(
-        lines({"_id": q, "text": text, "language": "en"} for q, text, *_ in QUERIES)
+        lines({"_id": q, "text": text, "language": "en"} for q, text, *_ in queries)
     )
     (root / "qrels" / "documents.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, _, d, *_ in QUERIES)
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, _, d, *_ in queries)
     )
     (root / "qrels" / "passages.jsonl").write_text(
         lines(
@@ -96,8 +100,8 @@ def _collection(root: Path) -> Path:
                 "section_path": [title, heading],
                 "answer": sentences[(d, heading)],
             }
-            for q, _, d, heading, _i in QUERIES
-            for name, title, _s in DOCUMENTS
+            for q, _, d, heading, _i in queries
+            for name, title, _s in documents
             if name == d
         )
     )
@@ -176,6 +180,30 @@ def test_documents_eval_compares_chunks_with_whole_documents(
         assert lexical["ingest"][store]["texts_from_cache"] == 0
     assert list(lexical["results"]["chunked"]) == ["lexical", "bm25s"]
     assert lexical["results"]["chunked"]["lexical"]["document"]["nDCG@10"] == 1.0
+
+
+def test_document_level_ranks_documents_beyond_the_first_chunk_hits(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A long log whose every chunk matches fills the first 20 chunk hits; the judged document,
+    matching fewer words, is ranked second by the grouped search and not at all by the first
+    chunks."""
+    assert settings.database_url is not None
+    log_days = [
+        (f"Day {n}", f"On day {n} the anchor chain ran out and we lay at anchor overnight off the point.")
+        for n in range(1, 31)
+    ]
+    documents = [
+        ("log.md", "Harbour log", log_days),
+        ("gear.md", "Deck gear", [("Locker", "The anchor chain goes below into a locker that drains to the bilge.")]),
+    ]
+    queries = [("q1", "anchor chain overnight", "gear.md", "Locker", 0)]
+    collection = _collection(tmp_path / "long", documents, queries)
+    doc, _ = _run(settings.database_url.get_secret_value(), tmp_path, collection, "--modes", "lexical")
+    lexical = doc["results"]["chunked"]["lexical"]
+    assert doc["stored_units"]["chunked"] > 20
+    assert lexical["document_first_chunks"]["nDCG@10"] == 0.0
+    assert lexical["document"]["RR@10"] == 0.5
 
 
 def test_subsets_are_evenly_spaced_and_keep_judged_queries(tmp_path: Path) -> None:

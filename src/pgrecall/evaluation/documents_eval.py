@@ -9,8 +9,11 @@ Per collection (evaluation/documents_dataset.py), two throw-away databases on th
   the embedder represents a long text by the average of its 512-token windows).
 
 Each query runs in every mode through SearchService.search with top_k = 20 (the tool's maximum).
-Document level: chunk hits mapped to their document, first occurrence kept, scored with ir-measures
-against the document judgements. Passage level: the first 10 chunk hits judged by
+Document level: in the store of chunks, a second search grouped by document (as
+`search(group_by="document")`: top_k documents, each ranked by its best chunk), in the store of one
+entry per document its top_k entries, scored with ir-measures against the document judgements; the
+first top_k chunk hits mapped to their documents (the reading before grouped search, which may name
+fewer than ten documents) are reported beside it. Passage level: the first 10 chunk hits judged by
 DocumentCollection.passage_relevant (known-item nDCG@10). A bm25s reference (each text stemmed in its
 own language, as `pgrecall eval`'s per-language reference) ranks the SAME chunks, read back from the
 store, and the whole documents.
@@ -30,7 +33,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +54,7 @@ from pgrecall.evaluation.documents_dataset import DocumentCollection, load_docum
 from pgrecall.evaluation.loader import isolated_database
 from pgrecall.evaluation.pipeline import _server_facts, _versions, parse_modes
 from pgrecall.evaluation.vectors import VectorCache, text_key
+from pgrecall.services.retrieval import PER_DOCUMENT
 from pgrecall.services.search import SearchOptions, SearchService
 
 OWNER = "eval"
@@ -304,6 +308,9 @@ class SystemRun:
 
     documents: dict[str, list[str]] = field(default_factory=dict)
     chunks: dict[str, list[Unit]] = field(default_factory=dict)
+    # Chunked, grouped: the documents as the first chunk hits name them (the reading before the
+    # statement grouped by document), kept beside `documents` for comparison.
+    first_chunk_documents: dict[str, list[str]] = field(default_factory=dict)
     wall_ms: list[float] = field(default_factory=list)
     degraded: int = 0
 
@@ -319,10 +326,17 @@ def run_system(
     queries: Mapping[str, str],
     units: Mapping[str, Unit],
     progress: bool,
+    grouped: bool = False,
 ) -> SystemRun:
-    """Every query through the service at top_k = MAX_TOP_K in one mode (and fusion)."""
+    """Every query through the service at top_k = MAX_TOP_K in one mode (and fusion).
+
+    `grouped` (a store of chunks): the document ranking is a second search grouped by document, as
+    `search(group_by="document")` answers, top_k documents each by its best chunk; the first
+    chunk hits, the passage ranking, may name fewer documents than the one-entry store ranks.
+    """
     mode, fusion = runner.mode_and_fusion(system)
     options = SearchOptions(mode=mode, fusion=fusion)
+    by_document = replace(options, per_document=PER_DOCUMENT)
     run = SystemRun()
     # Untimed warm-up: the model load and the first connection are not a query's cost.
     search.search(OWNER, next(iter(queries.values())), top_k=MAX_TOP_K, options=options)
@@ -335,6 +349,12 @@ def run_system(
             ranked = [units[h.id] for h in result.hits if h.id in units]
             run.documents[qid] = first_documents(ranked)
             run.chunks[qid] = ranked[:10]
+            if grouped:
+                run.first_chunk_documents[qid] = run.documents[qid]
+                groups = search.search(OWNER, text, top_k=MAX_TOP_K, options=by_document)
+                # Hits come in fused order: a document's first hit is its best, so first
+                # occurrence is the order of the groups.
+                run.documents[qid] = first_documents([units[h.id] for h in groups.hits if h.id in units])
             bar.update(1)
     return run
 
@@ -376,6 +396,13 @@ def _score(
         "document": {"nDCG@10": round(docs["nDCG@10"], 4), "RR@10": round(docs["RR@10"], 4)},
         "per_query_document_nDCG@10": {q: per_query[q]["nDCG@10"] for q in qrels},
     }
+    if run.first_chunk_documents:
+        first, first_per_query = runner.score(run.first_chunk_documents, qrels)
+        out["document_first_chunks"] = {
+            "nDCG@10": round(first["nDCG@10"], 4),
+            "RR@10": round(first["RR@10"], 4),
+        }
+        out["per_query_document_first_chunks_nDCG@10"] = {q: first_per_query[q]["nDCG@10"] for q in qrels}
     if passages:
         values = {
             q: collection.passage_ndcg_at_10(
@@ -472,7 +499,7 @@ def evaluate_documents(
                 if with_vectors:
                     app.search.model_scale()
                 for system in systems:
-                    run = run_system(system, app.search, queries, units, progress)
+                    run = run_system(system, app.search, queries, units, progress, grouped=passages)
                     results[store][system] = _score(run, collection, qrels, passages)
             depth = BM25_CHUNK_DEPTH if store == "chunked" else 100
             bm25 = bm25_system(units, queries, query_languages, depth)
@@ -510,8 +537,11 @@ def evaluate_documents(
             "systems": systems,
             "fusion": settings.fusion,
             "top_k": MAX_TOP_K,
-            "document_level": "chunk hits mapped to their document, first occurrence kept "
-            "(top_k chunks, so up to top_k documents); ir-measures nDCG@10 and RR@10",
+            "document_level": "chunked: a search grouped by document (per_document "
+            f"{PER_DOCUMENT}), top_k documents each ranked by its best chunk; one entry per "
+            "document: top_k entries; ir-measures nDCG@10 and RR@10",
+            "document_first_chunks": "chunked: the first top_k chunk hits mapped to their "
+            "document, first occurrence kept (the reading before grouped search)",
             "passage_level": "first 10 chunk hits judged by passage_relevant; known-item nDCG@10",
             "whole_store": "one entry per document: EntryService.add of the parsed normalized text "
             f"(max_text_chars {MAX_ENTRY_CHARS})",
@@ -546,7 +576,10 @@ def table(doc: dict[str, Any]) -> str:
         f"at chunk_chars {params['chunk_chars']}), {col['queries_evaluated']} queries, "
         f"embedder {doc['embedder']['model']}",
     ]
-    header = f"{'system':12}{'chunked doc':>13}{'chunked psg':>13}{'whole doc':>11}{'mean ms':>9}"
+    header = (
+        f"{'system':12}{'chunked doc':>13}{'first chunks':>14}{'chunked psg':>13}{'whole doc':>11}"
+        f"{'mean ms':>9}"
+    )
     lines += [header, "-" * len(header)]
     chunked, whole = doc["results"]["chunked"], doc["results"]["whole"]
     for system in chunked:
@@ -555,11 +588,20 @@ def table(doc: dict[str, Any]) -> str:
         lat = c.get("latency", {})
         mean = lat.get("mean_ms", lat.get("mean_ms_batched"))
         lines.append(
-            f"{system:12}{c['document']['nDCG@10']:>13.4f}{c['passage']['nDCG@10']:>13.4f}"
+            f"{system:12}{c['document']['nDCG@10']:>13.4f}"
+            + (
+                f"{first:>14.4f}"
+                if (first := c.get("document_first_chunks", {}).get("nDCG@10")) is not None
+                else f"{'-':>14}"
+            )
+            + f"{c['passage']['nDCG@10']:>13.4f}"
             + (f"{w_doc:>11.4f}" if w_doc is not None else f"{'-':>11}")
             + (f"{mean:>9.1f}" if isinstance(mean, (int, float)) else f"{'-':>9}")
         )
-    lines.append("doc: document-level nDCG@10; psg: passage-level nDCG@10; whole: one entry per document")
+    lines.append(
+        "doc: document-level nDCG@10 (chunked: grouped by document); first chunks: documents of the "
+        "first chunk hits; psg: passage-level nDCG@10; whole: one entry per document"
+    )
     for name, ing in doc["ingest"].items():
         cold, seen = ing["cold_cache_estimate"], ing["measured"]
         estimate = (
