@@ -63,7 +63,7 @@ def measure(
     results: dict[str, Any] = {}
     with VectorCache(settings.home, embedder.model, embedder.dim) as cache:
         caching = d.CachingPassageEmbedder(embedder, cache)
-        with d._store(settings, caching, None) as (app, _scoped):
+        with d.eval_store(settings, caching, None) as (app, _scoped):
             started = time.perf_counter()
             log, units = d.ingest_chunked(app, collection, doc_ids, caching, True)
             print(f"ingested {len(units)} chunks in {time.perf_counter() - started:.0f} s", flush=True)
@@ -73,7 +73,7 @@ def measure(
                 if cap is not None:
                     app.search.tuning = replace(Tuning(), vector_weight_code=cap)
                 run = d.run_system(system, app.search, queries, units, True)
-                scored = d._score(run, collection, qrels, True)
+                scored = d.score_run(run, collection, qrels, True)
                 label = system if cap is None else f"hybrid cap {cap}"
                 results[label] = {
                     "document": _split(scored["per_query_document_nDCG@10"], named),

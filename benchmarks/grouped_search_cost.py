@@ -73,7 +73,7 @@ def main() -> None:
     embedder = create_embedder(settings)
     with VectorCache(settings.home, embedder.model, embedder.dim) as cache:
         caching = d.CachingPassageEmbedder(embedder, cache)
-        with d._store(settings, caching, None) as (app, _scoped):
+        with d.eval_store(settings, caching, None) as (app, _scoped):
             d.ingest_chunked(app, collection, doc_ids, caching, False)
             app.search.model_scale()
             plans = [

@@ -195,7 +195,11 @@ def test_document_level_ranks_documents_beyond_the_first_chunk_hits(
     ]
     documents = [
         ("log.md", "Harbour log", log_days),
-        ("gear.md", "Deck gear", [("Locker", "The anchor chain goes below into a locker that drains to the bilge.")]),
+        (
+            "gear.md",
+            "Deck gear",
+            [("Locker", "The anchor chain goes below into a locker that drains to the bilge.")],
+        ),
     ]
     queries = [("q1", "anchor chain overnight", "gear.md", "Locker", 0)]
     collection = _collection(tmp_path / "long", documents, queries)

@@ -194,9 +194,10 @@ def select(
 
 
 @contextmanager
-def _store(
+def eval_store(
     settings: Settings, embedder: CachingPassageEmbedder | None, on_database: Callable[[str], None] | None
 ) -> Iterator[tuple[App, Settings]]:
+    """An App on a throw-away database that takes texts up to MAX_ENTRY_CHARS (the benchmarks use it too)."""
     with isolated_database(settings, on_database) as url:
         scoped = settings.model_copy(
             update={"database_url": SecretStr(url), "max_text_chars": MAX_ENTRY_CHARS}
@@ -385,12 +386,13 @@ def bm25_system(
     return run
 
 
-def _score(
+def score_run(
     run: SystemRun,
     collection: DocumentCollection,
     qrels: Mapping[str, Mapping[str, int]],
     passages: bool,
 ) -> dict[str, Any]:
+    """One system's document-level (and, for chunks, passage-level) figures and its latency."""
     docs, per_query = runner.score(run.documents, qrels)
     out: dict[str, Any] = {
         "document": {"nDCG@10": round(docs["nDCG@10"], 4), "RR@10": round(docs["RR@10"], 4)},
@@ -488,7 +490,7 @@ def evaluate_documents(
     with VectorCache(settings.home, active.model, active.dim) as cache:
         caching = CachingPassageEmbedder(active, cache)
         for store, passages in (("chunked", True), ("whole", False)):
-            with _store(settings, caching if with_vectors else None, on_database) as (app, _scoped):
+            with eval_store(settings, caching if with_vectors else None, on_database) as (app, _scoped):
                 server = _server_facts(app)
                 if store == "chunked":
                     log, units = ingest_chunked(app, collection, doc_ids, caching, progress)
@@ -500,10 +502,10 @@ def evaluate_documents(
                     app.search.model_scale()
                 for system in systems:
                     run = run_system(system, app.search, queries, units, progress, grouped=passages)
-                    results[store][system] = _score(run, collection, qrels, passages)
+                    results[store][system] = score_run(run, collection, qrels, passages)
             depth = BM25_CHUNK_DEPTH if store == "chunked" else 100
             bm25 = bm25_system(units, queries, query_languages, depth)
-            results[store]["bm25s"] = _score(bm25, collection, qrels, passages)
+            results[store]["bm25s"] = score_run(bm25, collection, qrels, passages)
     for systems_of in results.values():
         for result in systems_of.values():
             result["document"]["nDCG@10 by language"] = _by_language(
