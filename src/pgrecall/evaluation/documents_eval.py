@@ -589,13 +589,10 @@ def table(doc: dict[str, Any]) -> str:
         w_doc = w.get("document", {}).get("nDCG@10")
         lat = c.get("latency", {})
         mean = lat.get("mean_ms", lat.get("mean_ms_batched"))
+        first = c.get("document_first_chunks", {}).get("nDCG@10")
         lines.append(
             f"{system:12}{c['document']['nDCG@10']:>13.4f}"
-            + (
-                f"{first:>14.4f}"
-                if (first := c.get("document_first_chunks", {}).get("nDCG@10")) is not None
-                else f"{'-':>14}"
-            )
+            + (f"{first:>14.4f}" if first is not None else f"{'-':>14}")
             + f"{c['passage']['nDCG@10']:>13.4f}"
             + (f"{w_doc:>11.4f}" if w_doc is not None else f"{'-':>11}")
             + (f"{mean:>9.1f}" if isinstance(mean, (int, float)) else f"{'-':>9}")
