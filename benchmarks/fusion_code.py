@@ -28,6 +28,7 @@ from pgrecall.config import Settings
 from pgrecall.domain.text import code_words
 from pgrecall.embeddings import create_embedder
 from pgrecall.evaluation import documents_eval as d
+from pgrecall.evaluation import documents_ingest as di
 from pgrecall.evaluation import record
 from pgrecall.evaluation.documents_dataset import load_document_collection
 from pgrecall.evaluation.vectors import VectorCache
@@ -62,10 +63,10 @@ def measure(
     embedder = create_embedder(settings)
     results: dict[str, Any] = {}
     with VectorCache(settings.home, embedder.model, embedder.dim) as cache:
-        caching = d.CachingPassageEmbedder(embedder, cache)
-        with d.eval_store(settings, caching, None) as (app, _scoped):
+        caching = di.CachingPassageEmbedder(embedder, cache)
+        with di.eval_store(settings, caching, None) as (app, _scoped):
             started = time.perf_counter()
-            log, units = d.ingest_chunked(app, collection, doc_ids, caching, True)
+            log, units = di.ingest_chunked(app, collection, doc_ids, caching, True)
             print(f"ingested {len(units)} chunks in {time.perf_counter() - started:.0f} s", flush=True)
             app.search.model_scale()
             runs = [(system, None) for system in BRANCHES] + [("hybrid", cap) for cap in caps]

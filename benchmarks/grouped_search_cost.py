@@ -26,6 +26,7 @@ from psycopg import sql
 from pgrecall.config import Settings
 from pgrecall.embeddings import create_embedder
 from pgrecall.evaluation import documents_eval as d
+from pgrecall.evaluation import documents_ingest as di
 from pgrecall.evaluation.documents_dataset import load_document_collection
 from pgrecall.evaluation.vectors import VectorCache
 from pgrecall.services.search import SearchOptions
@@ -72,12 +73,12 @@ def main() -> None:
     doc_ids, queries, _ = d.select(collection, None, None)
     embedder = create_embedder(settings)
     with VectorCache(settings.home, embedder.model, embedder.dim) as cache:
-        caching = d.CachingPassageEmbedder(embedder, cache)
-        with d.eval_store(settings, caching, None) as (app, _scoped):
-            d.ingest_chunked(app, collection, doc_ids, caching, False)
+        caching = di.CachingPassageEmbedder(embedder, cache)
+        with di.eval_store(settings, caching, None) as (app, _scoped):
+            di.ingest_chunked(app, collection, doc_ids, caching, False)
             app.search.model_scale()
             plans = [
-                app.search._plan(d.OWNER, text, 10, SearchOptions(), False, None).params
+                app.search._plan(di.OWNER, text, 10, SearchOptions(), False, None).params
                 for text in queries.values()
             ]
             times: dict[str, list[float]] = {"base": [], "ungrouped": [], "grouped": []}
@@ -91,7 +92,7 @@ def main() -> None:
                         )
                         for label, module, p in runs:
                             with conn.transaction():
-                                conn.execute(SQL_SET_KNOBS, knobs(p.tuning, False, d.OWNER))
+                                conn.execute(SQL_SET_KNOBS, knobs(p.tuning, False, di.OWNER))
                                 started = time.perf_counter()
                                 conn.execute(statement(module, p), bind(p)).fetchall()
                                 if round_:
