@@ -52,8 +52,8 @@ from pgrecall.evaluation.documents_ingest import (
     eval_store,
     ingest_chunked,
     ingest_whole,
-    progress_bar,
 )
+from pgrecall.evaluation.loader import progress_bar
 from pgrecall.evaluation.pipeline import _server_facts, _versions, parse_modes
 from pgrecall.evaluation.vectors import VectorCache
 from pgrecall.services.retrieval import PER_DOCUMENT

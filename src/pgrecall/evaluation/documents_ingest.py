@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import SecretStr
-from tqdm import tqdm
 
 from pgrecall.app import App
 from pgrecall.chunking import DocumentError, parse
@@ -27,7 +26,7 @@ from pgrecall.domain.entries import embedding_text
 from pgrecall.embeddings.base import Embedder
 from pgrecall.errors import InvalidInputError
 from pgrecall.evaluation.documents_dataset import DocumentCollection
-from pgrecall.evaluation.loader import isolated_database
+from pgrecall.evaluation.loader import isolated_database, progress_bar
 from pgrecall.evaluation.vectors import VectorCache, text_key
 
 OWNER = "eval"
@@ -143,11 +142,6 @@ def eval_store(
         )
         with App(scoped, embedder=embedder, restricted=True) as app:
             yield app, scoped
-
-
-def progress_bar(progress: bool, **kwargs: Any) -> tqdm[Any]:
-    """A tqdm bar that goes when done; off when `progress` is False, on a terminal only otherwise."""
-    return tqdm(leave=False, disable=None if progress else True, **kwargs)
 
 
 def _counted(embedder: CachingPassageEmbedder, log: IngestLog, before: tuple[int, int, float]) -> None:

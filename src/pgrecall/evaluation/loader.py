@@ -180,8 +180,9 @@ class Loaded:
     report: LoadReport
 
 
-def _bar(progress: bool, **kwargs: Any) -> tqdm[Any]:
-    # disable=None: shown on a terminal, silent in pipes and logs.
+def progress_bar(progress: bool, **kwargs: Any) -> tqdm[Any]:
+    """An evaluation's progress bar, gone when done; disable=None: shown on a terminal, silent in
+    pipes and logs."""
     return tqdm(disable=None if progress else True, leave=False, **kwargs)
 
 
@@ -190,7 +191,7 @@ def prepare(
 ) -> list[Prepared]:
     """Validate each document like a write does and resolve its language (detected: BEIR has none)."""
     out: list[Prepared] = []
-    with _bar(progress, total=len(dataset.docs), desc="detect languages", unit="doc") as bar:
+    with progress_bar(progress, total=len(dataset.docs), desc="detect languages", unit="doc") as bar:
         for doc in dataset.docs:
             bar.update(1)
             # An entry needs a body; a document with only a title keeps it as the body.
@@ -234,7 +235,7 @@ def embed(
     vectors = cache.get_many(list(keys))
     report.cached = len(vectors)
     missing = [k for k in keys if k not in vectors]
-    with _bar(progress, total=len(missing), desc=f"embed {embedder.model}", unit="doc") as bar:
+    with progress_bar(progress, total=len(missing), desc=f"embed {embedder.model}", unit="doc") as bar:
         for start in range(0, len(missing), batch_size):
             chunk = missing[start : start + batch_size]
             try:
@@ -274,7 +275,7 @@ def insert(
     """Insert the documents in batches through the entry store; returns entry id → BEIR id."""
     store = EntryStore(pool)
     beir_of: dict[str, str] = {}
-    with _bar(progress, total=len(docs), desc="insert", unit="doc") as bar:
+    with progress_bar(progress, total=len(docs), desc="insert", unit="doc") as bar:
         for start in range(0, len(docs), INSERT_BATCH):
             chunk = docs[start : start + INSERT_BATCH]
             stored = store.insert_many(

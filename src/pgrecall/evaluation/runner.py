@@ -23,13 +23,13 @@ from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool
-from tqdm import tqdm
 
 from pgrecall.config import Settings
 from pgrecall.domain.language import CJK_RUN, CONFIG_TO_ISO, ISO_TO_CONFIG, SEGMENTED, LanguageCatalog
 from pgrecall.domain.validation import MAX_QUERY_CHARS
 from pgrecall.embeddings.base import Embedder
 from pgrecall.embeddings.cache import CachedQueryEmbedder
+from pgrecall.evaluation.loader import progress_bar
 from pgrecall.services.search import SearchOptions, SearchResult, SearchService
 from pgrecall.store.search import SearchParams, SearchRows, SearchStore, Tuning
 
@@ -134,13 +134,7 @@ def run_mode(
     # Untimed warm-up: loads the model and the connection, which the first user query of a
     # long-running server does not pay.
     service.search(owner, first, top_k=TOP_K, options=options)
-    with tqdm(
-        queries.items(),
-        desc=f"search {system}",
-        unit="query",
-        leave=False,
-        disable=None if progress else True,
-    ) as bar:
+    with progress_bar(progress, iterable=queries.items(), desc=f"search {system}", unit="query") as bar:
         for qid, text in bar:
             started = time.perf_counter()
             result = service.search(owner, text, top_k=TOP_K, options=options)
